@@ -1,0 +1,107 @@
+#pragma once
+/// Sources of Brownian increments for one path.
+///
+/// A source hands out the increment of step i (and, when the scheme needs them, the step's iterated
+/// integrals), and can split any increment it handed out into two halves by the Brownian bridge, so a
+/// refined step sees the same path: left + right = parent exactly. Two sources:
+///  - stream_brownian: increments drawn from the path's counter-based stream, keyed by step index
+///    (any step, any order, no storage);
+///  - brownian_grid (convergence studies): a path sampled on a fine uniform grid, fine iterated
+///    integrals included; a coarse step of r fine steps gets the summed increment and the iterated
+///    integrals combined by Chen's relation, I_(j,l)[s,u] = I_(j,l)[s,v] + I_(j,l)[v,u] + ΔW_j[s,v] ΔW_l[v,u],
+///    so every step size sees the same Brownian path *and* the same Lévy areas.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "ncsde/concepts.hpp"
+#include "ncsde/levy_area.hpp"
+#include "ncsde/noise.hpp"
+#include "ncsde/random.hpp"
+
+namespace ncsde {
+
+/// Increments of a k-dimensional Brownian motion from a (seed, path) stream.
+/// Step i's increment uses the normals at (increments, i, 0); its iterated integrals the normals at
+/// (levy_area, i, node) with node = 1 for a whole step and 2·node, 2·node + 1 for the halves of a split
+/// (heap numbering); bridge midpoints use (bridge, i, node).
+class stream_brownian {
+ public:
+  stream_brownian(random_stream stream, int k, levy_area_method method = levy_area_method::wiktorsson)
+      : m_stream(stream), m_k(k), m_areas(method) {}
+
+  int dimension() const { return m_k; }
+  const random_stream& stream() const { return m_stream; }
+
+  /// Increment of step `step` with length dt (variance dt per component).
+  void increment(std::uint64_t step, double dt, bool with_iterated, noise_increment& out) {
+    out.dt = dt;
+    out.dw.resize(m_k);
+    m_stream.normals(random_domain::increments, step, 0, out.dw);
+    out.dw *= std::sqrt(dt);
+    out.has_iterated = false;
+    if (with_iterated) m_areas.generate(out, m_stream, step, 1);
+  }
+
+  /// Splits `parent` (bridge node `node` of step `step`) into halves by the Brownian bridge:
+  /// left.dw = parent.dw/2 + √(dt/4)·Z, right.dw = parent.dw − left.dw.
+  void split(const noise_increment& parent, std::uint64_t step, std::uint64_t node, bool with_iterated,
+             noise_increment& left, noise_increment& right) {
+    const double half = 0.5 * parent.dt;
+    m_z.resize(m_k);
+    m_stream.normals(random_domain::bridge, step, node, m_z);
+    left.dt = half;
+    right.dt = half;
+    left.dw = 0.5 * parent.dw + std::sqrt(0.5 * half) * m_z;
+    right.dw = parent.dw - left.dw;
+    left.has_iterated = right.has_iterated = false;
+    // The halves' Lévy areas are drawn given their increments, independently of the parent's area:
+    // the increments (hence the path at the grid points) are kept exactly; the areas of a refined step
+    // are a fresh draw from their conditional law given the halves' increments.
+    if (with_iterated) {
+      m_areas.generate(left, m_stream, step, 2 * node);
+      m_areas.generate(right, m_stream, step, 2 * node + 1);
+    }
+  }
+
+ private:
+  random_stream m_stream;
+  int m_k;
+  iterated_integrals m_areas;
+  vector m_z;
+};
+
+/// A Brownian path on a fine uniform grid of n_fine steps of size h over [t0, t0 + n_fine·h], with
+/// each fine step's iterated integrals; coarse steps are read off exactly (sum and Chen's relation).
+class brownian_grid {
+ public:
+  /// Samples the path from `stream` (fine step i uses the same counters as stream_brownian's step i).
+  brownian_grid(const random_stream& stream, int k, long long n_fine, double h, bool with_iterated,
+                levy_area_method method = levy_area_method::wiktorsson);
+
+  int dimension() const { return m_k; }
+  long long fine_steps() const { return m_n; }
+  double fine_dt() const { return m_h; }
+
+  /// W(t0 + i·h) − W(t0), i = 0..n_fine.
+  Eigen::Ref<const vector> value(long long i) const { return m_w.col(i); }
+
+  /// The increment over fine steps [first, first + count): dt = count·h, dw summed, iterated
+  /// integrals (if sampled) combined by Chen's relation.
+  void increment(long long first, long long count, bool with_iterated, noise_increment& out) const;
+
+  /// Coarse step `step` of a grid with `ratio` fine steps per coarse step.
+  void coarse_increment(long long step, long long ratio, bool with_iterated, noise_increment& out) const {
+    increment(step * ratio, ratio, with_iterated, out);
+  }
+
+ private:
+  int m_k;
+  long long m_n;
+  double m_h;
+  bool m_has_iterated;
+  matrix m_w;                     // k × (n+1) path values
+  std::vector<matrix> m_fine_iterated;  // per fine step, k × k
+};
+
+}  // namespace ncsde

@@ -1,0 +1,55 @@
+#pragma once
+/// The concepts the solver layer is written against.
+///
+/// An SDE on symmetric m×m matrices is
+///     dV = b(t, V) dt + G(t, V) dW,   W a k-dimensional standard Brownian motion,
+/// where the *noise map* G(t, V) is a linear map ℝᵏ → Sym(m): the problem never forms the covariance
+/// Σ = G Gᵀ, let alone its square root; it applies G to an increment. k = noise_dimension(m) is chosen by
+/// the problem (e.g. 2m² for the structured noise of the neural covariance SDEs).
+///
+/// Member functions follow Boost.Odeint's System order (inputs, outputs, time last), so that
+/// `drift(v, out, t)` is an odeint System and the deterministic limit dV = b dt runs on odeint's
+/// ODE steppers unchanged (ncsde/odeint.hpp).
+#include <Eigen/Core>
+
+#include <concepts>
+
+namespace ncsde {
+
+/// Dynamic-size state: a symmetric m×m matrix.
+using matrix = Eigen::MatrixXd;
+using vector = Eigen::VectorXd;
+
+/// S is an SDE on State:
+///  - s.noise_dimension(m) → k ≥ 1, the number of standard normals one increment needs;
+///  - s.drift(v, out, t): out = b(t, v) (out is sized by the caller to match v);
+///  - s.diffusion(v, xi, out, t): out = G(t, v) xi for xi ∈ ℝᵏ (linear in xi; symmetric out).
+/// A copy of S is made for every worker thread of an ensemble, so S may keep mutable workspaces.
+template <class S, class State = matrix>
+concept Sde = std::copy_constructible<S> &&
+              requires(const S& s, const State& v, const vector& xi, State& out, double t, int m) {
+                { s.noise_dimension(m) } -> std::convertible_to<int>;
+                s.drift(v, out, t);
+                s.diffusion(v, xi, out, t);
+              };
+
+/// S also provides G's directional derivative, used by the Milstein schemes when present:
+///  s.diffusion_derivative(v, h, xi, out, t): out = d/dε [G(t, v + ε h) xi] at ε = 0.
+/// Without it, Milstein uses its derivative-free (Runge–Kutta) form.
+template <class S, class State = matrix>
+concept SdeWithDiffusionDerivative =
+    Sde<S, State> && requires(const S& s, const State& v, const State& h, const vector& xi,
+                              State& out, double t) { s.diffusion_derivative(v, h, xi, out, t); };
+
+/// S describes its noise by the dense covariance operator instead of a noise map:
+///  s.covariance(v, sigma, t): sigma = Σ(t, v), a K×K matrix over the K = m(m+1)/2 upper-triangle
+///  index pairs (a ≤ b, row-major order: (1,1), (1,2), …, (1,m), (2,2), …, (m,m)), with entries
+///  Σ^{ab,cd} = Cov(dV^{ab}, dV^{cd}) / dt (no √2 weighting). dense_covariance_noise<S> turns it into an Sde.
+template <class S, class State = matrix>
+concept CovarianceSde = std::copy_constructible<S> &&
+                        requires(const S& s, const State& v, State& out, matrix& sigma, double t) {
+                          s.drift(v, out, t);
+                          s.covariance(v, sigma, t);
+                        };
+
+}  // namespace ncsde

@@ -1,0 +1,274 @@
+#pragma once
+/// Ensembles: N independent paths of one problem on all cores, with streaming summaries.
+///
+/// Path p uses the stream (seed, p) and nothing else, and paths are grouped in fixed blocks of
+/// `block_size` whose summaries are merged in block order, so results are bit-identical whatever the
+/// number of threads. Each worker thread holds its own copy of the SDE and of the stepper.
+///
+/// Blow-up is data: a path that explodes is stopped and recorded (status blown_up, its explosion time),
+/// never a crash. Summaries of completed, stopped and blown-up paths are kept apart: moments of V_T over
+/// completed paths (means are meaningless once blow-up has positive probability, so prefer the
+/// quantiles of bounded functionals such as correlations), the state at stopping of stopped paths, and
+/// the explosion times of blown-up ones. Quantiles of functionals are given both over completed paths
+/// and over all paths with blown-up paths counted as +∞ (the law of the stopped process).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ncsde/brownian.hpp"
+#include "ncsde/integrate.hpp"
+#include "ncsde/statistics.hpp"
+#include "ncsde/symmetric.hpp"
+
+namespace ncsde {
+
+/// A scalar functional of the state, e.g. ρ¹² or V¹¹, whose quantiles an ensemble reports.
+struct functional {
+  std::string name;
+  std::function<double(const matrix& v)> f;
+};
+
+/// Correlation ρ^{ab} = V^{ab}/√(V^{aa}V^{bb}) (0-indexed a, b), clamped to [−1, 1]; NaN-free: a zero
+/// diagonal gives 0.
+functional correlation_functional(int a, int b);
+/// The entry V^{ab} (0-indexed).
+functional entry_functional(int a, int b);
+
+enum class progress_mode { automatic, on, off };
+
+struct ensemble_options {
+  std::uint64_t seed = 0;
+  long long paths = 1000;
+  int threads = 0;           ///< 0: all hardware threads
+  bool keep_paths = false;   ///< keep every path's final state (needed for CSV output)
+  std::vector<functional> functionals;
+  std::vector<double> quantile_levels{0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99};
+  progress_mode progress = progress_mode::automatic;  ///< automatic: on when stderr is a terminal
+  int block_size = 64;       ///< paths per reduction block (fixed: part of the reproducibility contract)
+};
+
+struct path_record {
+  long long path = 0;
+  path_status status = path_status::completed;
+  double t_stop = 0.0;
+  vector packed;  ///< upper triangle of V at t_stop, row-major
+};
+
+struct functional_summary {
+  std::string name;
+  std::vector<double> levels;
+  std::vector<double> completed;  ///< quantiles over completed paths at T
+  std::vector<double> all;        ///< quantiles over all paths: value at stop, +inf if blown up
+  double completed_mean = 0.0;    ///< mean over completed paths
+  double completed_stderr = 0.0;
+};
+
+struct ensemble_result {
+  int m = 0;
+  double t0 = 0.0, t_end = 0.0, dt = 0.0;
+  long long paths = 0, completed = 0, blown_up = 0, stopped = 0;
+  std::uint64_t seed = 0;
+  int threads = 1;
+  std::string scheme;
+  moments terminal;          ///< packed V_T over completed paths
+  moments at_stop;           ///< packed V at stopping, over stopped paths
+  std::vector<double> explosion_times;  ///< sorted, one per blown-up path
+  std::vector<double> stop_times;       ///< sorted, one per stopped path
+  std::vector<double> save_times;
+  std::vector<moments> saved;           ///< packed V at each save time, over paths alive then
+  std::vector<functional_summary> functionals;
+  pd_counters pd;
+  long long paths_with_violations = 0;
+  std::vector<path_record> records;     ///< when keep_paths, in path order
+  double seconds = 0.0;
+
+  double blown_up_fraction() const { return paths ? double(blown_up) / double(paths) : 0.0; }
+  /// Binomial standard error of the blown-up fraction.
+  double blown_up_stderr() const;
+};
+
+namespace detail {
+
+struct block_result {
+  moments terminal, at_stop;
+  std::vector<moments> saved;
+  std::vector<double> explosion_times, stop_times;
+  pd_counters pd;
+  long long completed = 0, blown_up = 0, stopped = 0, with_violations = 0;
+};
+
+void merge_block(ensemble_result& into, block_result& block);
+void finish_summary(ensemble_result& r, const ensemble_options& opt,
+                    const std::vector<std::vector<double>>& values,
+                    const std::vector<path_status>& statuses);
+void validate_ensemble_options(const ensemble_options& opt);
+int resolve_threads(int requested);
+
+/// Progress bar on stderr ("\r[####    ]  45%  4500/10000 paths"), drawn only on a terminal.
+class progress_bar {
+ public:
+  progress_bar(progress_mode mode, long long total, std::string label);
+  void update(long long done);
+  void finish();
+
+ private:
+  bool m_enabled;
+  long long m_total;
+  std::string m_label;
+  std::chrono::steady_clock::time_point m_start;
+};
+
+}  // namespace detail
+
+/// Runs opt.paths paths of `prob` with copies of `stepper`.
+template <class Stepper, class S>
+  requires Sde<S>
+ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
+                             const integrate_options& iopt, const ensemble_options& opt) {
+  validate_options(iopt);
+  detail::validate_ensemble_options(opt);
+  const matrix v0 = detail::validate_problem(prob);
+  const step_grid grid(prob.t0, prob.t_end, iopt.dt, iopt.save_times);
+  const int m = static_cast<int>(v0.rows());
+  const int K = packed_size(m);
+  const int k = prob.sde.noise_dimension(m);
+  const int threads = detail::resolve_threads(opt.threads);
+  const long long blocks = (opt.paths + opt.block_size - 1) / opt.block_size;
+  const std::size_t nf = opt.functionals.size();
+
+  ensemble_result result;
+  result.m = m;
+  result.t0 = prob.t0;
+  result.t_end = prob.t_end;
+  result.dt = iopt.dt;
+  result.paths = opt.paths;
+  result.seed = opt.seed;
+  result.threads = threads;
+  result.scheme = Stepper::name;
+  result.terminal.reset(K);
+  result.at_stop.reset(K);
+  result.save_times = iopt.save_times;
+  result.saved.assign(iopt.save_times.size(), moments(K));
+  if (opt.keep_paths) result.records.resize(static_cast<std::size_t>(opt.paths));
+
+  std::vector<std::vector<double>> values(nf, std::vector<double>(static_cast<std::size_t>(opt.paths)));
+  std::vector<path_status> statuses(static_cast<std::size_t>(opt.paths));
+
+  std::atomic<long long> next_block{0}, paths_done{0};
+  std::atomic<bool> failed{false};
+  std::mutex merge_mutex;
+  std::map<long long, detail::block_result> pending;
+  long long next_to_merge = 0;
+  std::vector<std::pair<long long, std::exception_ptr>> errors;
+
+  const auto start = std::chrono::steady_clock::now();
+  auto worker = [&]() {
+    S sde = prob.sde;  // per-thread copy: coefficients may keep mutable workspaces
+    Stepper local = stepper;
+    vector packed(K);
+    detail::null_observer obs;
+    for (;;) {
+      if (failed.load()) return;
+      const long long b = next_block.fetch_add(1);
+      if (b >= blocks) return;
+      detail::block_result block;
+      block.terminal.reset(K);
+      block.at_stop.reset(K);
+      block.saved.assign(iopt.save_times.size(), moments(K));
+      const long long first = b * opt.block_size;
+      const long long last = std::min(opt.paths, first + opt.block_size);
+      for (long long p = first; p < last; ++p) {
+        try {
+          stream_brownian source(random_stream(opt.seed, static_cast<std::uint64_t>(p)), k, iopt.levy_area);
+          detail::path_integrator<Stepper, S, stream_brownian, detail::null_observer> engine(
+              local, sde, source, iopt, p);
+          path_result r = engine.run(v0, grid, obs);
+          const std::size_t ps = static_cast<std::size_t>(p);
+          statuses[ps] = r.status;
+          for (std::size_t j = 0; j < r.saved.size(); ++j) {
+            pack_upper(r.saved[j], packed);
+            block.saved[j].add(packed);
+          }
+          block.pd += r.pd;
+          if (r.pd.violations > 0) ++block.with_violations;
+          const bool finite = r.v.allFinite();
+          if (finite) pack_upper(r.v, packed);
+          switch (r.status) {
+            case path_status::completed:
+              ++block.completed;
+              block.terminal.add(packed);
+              break;
+            case path_status::stopped:
+              ++block.stopped;
+              block.at_stop.add(packed);
+              block.stop_times.push_back(r.t_stop);
+              break;
+            case path_status::blown_up:
+              ++block.blown_up;
+              block.explosion_times.push_back(r.t_stop);
+              break;
+          }
+          for (std::size_t j = 0; j < nf; ++j)
+            values[j][ps] = r.status == path_status::blown_up
+                                ? std::numeric_limits<double>::infinity()
+                                : opt.functionals[j].f(r.v);
+          if (opt.keep_paths) {
+            path_record& rec = result.records[ps];
+            rec.path = p;
+            rec.status = r.status;
+            rec.t_stop = r.t_stop;
+            rec.packed.resize(K);
+            if (finite)
+              rec.packed = packed;
+            else
+              pack_upper(r.v, rec.packed);
+          }
+        } catch (...) {
+          // Finish the block (lower-numbered paths' errors must all be seen), stop claiming more.
+          std::lock_guard lock(merge_mutex);
+          errors.emplace_back(p, std::current_exception());
+          failed.store(true);
+        }
+        paths_done.fetch_add(1);
+      }
+      std::lock_guard lock(merge_mutex);
+      pending.emplace(b, std::move(block));
+      for (auto it = pending.find(next_to_merge); it != pending.end(); it = pending.find(next_to_merge)) {
+        detail::merge_block(result, it->second);
+        pending.erase(it);
+        ++next_to_merge;
+      }
+    }
+  };
+
+  detail::progress_bar bar(opt.progress, opt.paths, std::string(Stepper::name));
+  {
+    std::vector<std::jthread> pool;
+    pool.reserve(static_cast<std::size_t>(threads));
+    for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
+    while (paths_done.load() < opt.paths && !failed.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      bar.update(paths_done.load());
+    }
+  }
+  bar.finish();
+  if (!errors.empty()) {
+    // The lowest path index, so the reported error does not depend on the thread count.
+    auto first = std::min_element(errors.begin(), errors.end(),
+                                  [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::rethrow_exception(first->second);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  detail::finish_summary(result, opt, values, statuses);
+  return result;
+}
+
+}  // namespace ncsde

@@ -1,0 +1,24 @@
+#pragma once
+/// Output of ensemble runs: CSV (one row per path) and a JSON summary.
+#include <iosfwd>
+#include <string>
+
+#include "ncsde/ensemble.hpp"
+
+namespace ncsde {
+
+/// Header `path,status,t_stop,V11,V12,…,V1m,V22,…,Vmm` (upper triangle, row-major, 1-indexed), then one
+/// row per path (requires ensemble_options::keep_paths). Numbers are written with 17 significant digits
+/// (round-trip exact); a blown-up path's non-finite entries are written as inf / nan.
+void write_csv(const ensemble_result& r, std::ostream& out);
+
+/// The summary as a JSON document: run parameters, counts and fractions (with standard errors),
+/// explosion-time quantiles, cone-event counters, mean and covariance of the packed terminal state over
+/// completed paths, per-save-time moments, and functional quantiles. Non-finite numbers become null,
+/// except +inf quantiles, written as the string "inf".
+std::string summary_json(const ensemble_result& r, int indent = 2);
+
+/// A short human-readable table of the same summary.
+std::string summary_table(const ensemble_result& r);
+
+}  // namespace ncsde

@@ -1,0 +1,84 @@
+#pragma once
+/// Errors in three tiers (see README, "Errors"):
+///  1. bad user input: ncsde::invalid_argument, naming the parameter, the value and the rule;
+///  2. our own bugs in hot paths: NCSDE_ASSERT, overridable (tests make it throw ncsde::assertion_error);
+///  3. numerical events during a run (a step leaving the positive-definite cone, a blow-up): a status
+///     and counters in the run's result; ncsde::pd_violation only when the run's policy says `throw`.
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace ncsde {
+
+/// Bad input at the library's boundary. what() reads "<where>: <param> must be <rule> (got <value>)".
+class invalid_argument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// A coefficient (drift or noise map) returned a non-finite value at a finite state: a defect of the
+/// problem, reported with the path, step and time where it happened.
+class evaluation_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A step left the positive-semidefinite cone under the `throw` policy, or `refine` gave up.
+/// what() names the path, the step, the time and the smallest eigenvalue.
+class pd_violation : public std::runtime_error {
+ public:
+  pd_violation(const std::string& what, long long path, long long step, double t, double min_eig)
+      : std::runtime_error(what), m_path(path), m_step(step), m_t(t), m_min_eigenvalue(min_eig) {}
+  long long path() const { return m_path; }
+  long long step() const { return m_step; }
+  double time() const { return m_t; }
+  double min_eigenvalue() const { return m_min_eigenvalue; }
+
+ private:
+  long long m_path;
+  long long m_step;
+  double m_t;
+  double m_min_eigenvalue;
+};
+
+/// Raised by the default handler of NCSDE_ASSERT when tests install ncsde::throw_on_assert.
+class assertion_error : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// Throws ncsde::invalid_argument("<where>: <param> must be <rule> (got <value>)").
+template <class Value>
+[[noreturn]] void throw_invalid_argument(std::string_view where, std::string_view param,
+                                         const Value& value, std::string_view rule) {
+  throw invalid_argument(fmt::format("{}: {} must be {} (got {})", where, param, rule, value));
+}
+
+/// Throws ncsde::invalid_argument("<where>: <message>") for rules that do not fit the one-value form.
+[[noreturn]] inline void throw_invalid(std::string_view where, std::string_view message) {
+  throw invalid_argument(fmt::format("{}: {}", where, message));
+}
+
+using assert_handler = void (*)(const char* file, int line, const char* condition, const char* message);
+
+/// Installs a handler for failed NCSDE_ASSERTs and returns the previous one. The default prints and
+/// aborts; throw_on_assert turns a failure into ncsde::assertion_error.
+assert_handler set_assert_handler(assert_handler handler);
+[[noreturn]] void throw_on_assert(const char* file, int line, const char* condition, const char* message);
+
+namespace detail {
+[[noreturn]] void assert_failed(const char* file, int line, const char* condition, const char* message);
+}  // namespace detail
+
+}  // namespace ncsde
+
+#ifndef NCSDE_ASSERT
+#ifdef NCSDE_DISABLE_ASSERTS
+#define NCSDE_ASSERT(cond, msg) ((void)0)
+#else
+#define NCSDE_ASSERT(cond, msg) \
+  ((cond) ? (void)0 : ::ncsde::detail::assert_failed(__FILE__, __LINE__, #cond, (msg)))
+#endif
+#endif

@@ -1,0 +1,56 @@
+#pragma once
+/// Streaming and order statistics used by ensembles and convergence studies.
+#include <Eigen/Core>
+
+#include <string>
+#include <vector>
+
+#include "ncsde/concepts.hpp"
+
+namespace ncsde {
+
+/// Running mean and covariance of a vector (Welford; Chan et al. to merge). Merging accumulators in
+/// a fixed order gives bit-identical results whatever the number of threads that filled them.
+class moments {
+ public:
+  moments() = default;
+  explicit moments(int dimension) { reset(dimension); }
+
+  void reset(int dimension);
+  void add(const Eigen::Ref<const vector>& x);
+  void merge(const moments& other);
+
+  int dimension() const { return static_cast<int>(m_mean.size()); }
+  long long count() const { return m_count; }
+  const vector& mean() const { return m_mean; }
+  /// Unbiased sample covariance (zero matrix when count < 2).
+  matrix covariance() const;
+  /// Standard error of each mean entry, √(var/count).
+  vector standard_error() const;
+
+ private:
+  long long m_count = 0;
+  vector m_mean;
+  matrix m_m2;
+};
+
+/// Sample quantile at level p ∈ [0, 1] (linear interpolation between order statistics, type 7).
+/// `sorted` must be ascending; +inf entries are allowed (then high quantiles may be +inf).
+double quantile_sorted(const std::vector<double>& sorted, double p);
+
+/// Least-squares fit of y = a + b·x with the standard error of the slope b and a 95% confidence
+/// interval from Student's t with n − 2 degrees of freedom.
+struct linear_fit {
+  double intercept = 0.0, slope = 0.0, slope_stderr = 0.0, ci_low = 0.0, ci_high = 0.0;
+  int points = 0;
+};
+linear_fit fit_line(const std::vector<double>& x, const std::vector<double>& y);
+/// Same, with weights 1/σ_i² (σ_i the standard error of y_i); the slope's standard error combines the
+/// propagated σ_i and the residual scatter (whichever is larger), so a misfit widens the interval.
+linear_fit fit_line_weighted(const std::vector<double>& x, const std::vector<double>& y,
+                             const std::vector<double>& sigma);
+
+/// Two-sided 97.5% quantile of Student's t with `dof` degrees of freedom (dof ≥ 1).
+double student_t_975(int dof);
+
+}  // namespace ncsde

@@ -1,0 +1,36 @@
+#pragma once
+/// Euler–Maruyama:  V ← V + b(t, V) dt + G(t, V) dW.
+/// Orders: strong 1/2 (strong 1 when the noise is additive), weak 1. Any noise (commutative or not);
+/// needs only the step's increments, no iterated integrals. Cost: one drift and one noise evaluation.
+#include "ncsde/concepts.hpp"
+#include "ncsde/noise.hpp"
+#include "ncsde/steppers/detail.hpp"
+
+namespace ncsde {
+
+template <class State = matrix>
+class euler_maruyama {
+ public:
+  static constexpr double strong_order = 0.5;
+  static constexpr double weak_order = 1.0;
+  static constexpr bool needs_iterated_integrals = false;
+  static constexpr const char* name = "em";
+
+  /// v ← v + b(t, v) inc.dt + G(t, v) inc.dw.
+  template <class S>
+    requires Sde<S, State>
+  void do_step(const S& sde, State& v, double t, const noise_increment& inc) {
+    detail::resize_like(m_drift, v);
+    detail::resize_like(m_noise, v);
+    sde.drift(v, m_drift, t);
+    detail::require_finite(m_drift, "drift");
+    sde.diffusion(v, inc.dw, m_noise, t);  // inc.dw carries variance dt
+    detail::require_finite(m_noise, "noise map");
+    v += inc.dt * m_drift + m_noise;
+  }
+
+ private:
+  State m_drift, m_noise;
+};
+
+}  // namespace ncsde

@@ -1,0 +1,36 @@
+#pragma once
+/// Symmetric-matrix helpers: the upper-triangle packing used by dense covariance operators and by
+/// CSV output (V11, V12, …, V1m, V22, …, Vmm: row-major over a ≤ b), and boundary validation of states.
+#include <Eigen/Core>
+
+#include <string_view>
+
+#include "ncsde/concepts.hpp"
+
+namespace ncsde {
+
+/// K = m(m+1)/2, the number of upper-triangle entries.
+constexpr int packed_size(int m) { return m * (m + 1) / 2; }
+
+/// Position of (a, b), a ≤ b (0-indexed), in the packed row-major upper triangle.
+constexpr int packed_index(int a, int b, int m) { return a * m - a * (a - 1) / 2 + (b - a); }
+
+/// out[packed_index(a,b)] = v(a,b) for a ≤ b.
+void pack_upper(const matrix& v, Eigen::Ref<vector> out);
+/// Inverse of pack_upper: a symmetric matrix from its packed upper triangle.
+void unpack_upper(const Eigen::Ref<const vector>& packed, matrix& out);
+
+/// Largest |v(a,b) − v(b,a)|.
+double asymmetry(const matrix& v);
+
+/// Tolerance for "symmetric" at the boundary: max|V − Vᵀ| ≤ symmetry_tolerance · max(1, max|V|).
+inline constexpr double symmetry_tolerance = 1e-12;
+
+/// Validates a user-supplied state at the boundary and returns it exactly symmetrised
+/// (upper triangle copied to the lower): square, m ≥ 1, every entry finite, symmetric within
+/// symmetry_tolerance, and — when require_psd — positive semidefinite up to round-off
+/// (λ_min ≥ −psd_round_off(V)). Throws ncsde::invalid_argument naming `where` and `param`.
+matrix validate_state(std::string_view where, std::string_view param, const matrix& v,
+                      bool require_psd = true);
+
+}  // namespace ncsde

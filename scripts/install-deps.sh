@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ncsde needs to build, test and plot.
+# Non-interactive and idempotent: a no-op when everything is present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake
+  libeigen3-dev libboost-dev libfmt-dev doctest-dev libbenchmark-dev
+  librandom123-dev libcli11-dev nlohmann-json3-dev
+  python3 python3-numpy python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,115 @@
+#include "ncsde/ensemble.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace ncsde {
+
+functional correlation_functional(int a, int b) {
+  return {fmt::format("rho{}{}", a + 1, b + 1), [a, b](const matrix& v) {
+            const double d = std::sqrt(std::max(v(a, a), 0.0) * std::max(v(b, b), 0.0));
+            if (!(d > 0)) return 0.0;
+            return std::clamp(v(a, b) / d, -1.0, 1.0);
+          }};
+}
+
+functional entry_functional(int a, int b) {
+  return {fmt::format("V{}{}", a + 1, b + 1), [a, b](const matrix& v) { return v(a, b); }};
+}
+
+double ensemble_result::blown_up_stderr() const {
+  if (paths == 0) return 0.0;
+  const double p = blown_up_fraction();
+  return std::sqrt(p * (1 - p) / static_cast<double>(paths));
+}
+
+namespace detail {
+
+void merge_block(ensemble_result& into, block_result& block) {
+  into.terminal.merge(block.terminal);
+  into.at_stop.merge(block.at_stop);
+  for (std::size_t j = 0; j < block.saved.size(); ++j) into.saved[j].merge(block.saved[j]);
+  into.explosion_times.insert(into.explosion_times.end(), block.explosion_times.begin(),
+                              block.explosion_times.end());
+  into.stop_times.insert(into.stop_times.end(), block.stop_times.begin(), block.stop_times.end());
+  into.pd += block.pd;
+  into.completed += block.completed;
+  into.blown_up += block.blown_up;
+  into.stopped += block.stopped;
+  into.paths_with_violations += block.with_violations;
+}
+
+void finish_summary(ensemble_result& r, const ensemble_options& opt,
+                    const std::vector<std::vector<double>>& values,
+                    const std::vector<path_status>& statuses) {
+  std::sort(r.explosion_times.begin(), r.explosion_times.end());
+  std::sort(r.stop_times.begin(), r.stop_times.end());
+  for (std::size_t j = 0; j < opt.functionals.size(); ++j) {
+    functional_summary s;
+    s.name = opt.functionals[j].name;
+    s.levels = opt.quantile_levels;
+    std::vector<double> all = values[j];
+    std::vector<double> done;
+    done.reserve(all.size());
+    moments mean(1);
+    for (std::size_t p = 0; p < all.size(); ++p)
+      if (statuses[p] == path_status::completed) {
+        done.push_back(all[p]);
+        mean.add(vector::Constant(1, all[p]));
+      }
+    std::sort(all.begin(), all.end());
+    std::sort(done.begin(), done.end());
+    for (const double level : opt.quantile_levels) {
+      s.all.push_back(quantile_sorted(all, level));
+      s.completed.push_back(quantile_sorted(done, level));
+    }
+    s.completed_mean = mean.count() ? mean.mean()(0) : std::nan("");
+    s.completed_stderr = mean.count() > 1 ? mean.standard_error()(0) : std::nan("");
+    r.functionals.push_back(std::move(s));
+  }
+}
+
+void validate_ensemble_options(const ensemble_options& opt) {
+  if (opt.paths < 1) throw_invalid_argument("ensemble", "paths", opt.paths, ">= 1");
+  if (opt.threads < 0) throw_invalid_argument("ensemble", "threads", opt.threads, ">= 0 (0: all cores)");
+  if (opt.block_size < 1) throw_invalid_argument("ensemble", "block_size", opt.block_size, ">= 1");
+  for (const double q : opt.quantile_levels)
+    if (!(q >= 0 && q <= 1)) throw_invalid_argument("ensemble", "quantile level", q, "in [0, 1]");
+  for (const auto& f : opt.functionals)
+    if (!f.f) throw_invalid("ensemble", fmt::format("functional '{}' has no function", f.name));
+}
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+progress_bar::progress_bar(progress_mode mode, long long total, std::string label)
+    : m_enabled(mode == progress_mode::on || (mode == progress_mode::automatic && isatty(STDERR_FILENO))),
+      m_total(total),
+      m_label(std::move(label)),
+      m_start(std::chrono::steady_clock::now()) {}
+
+void progress_bar::update(long long done) {
+  if (!m_enabled || m_total <= 0) return;
+  const int width = 30;
+  const double frac = std::min(1.0, static_cast<double>(done) / static_cast<double>(m_total));
+  const int filled = static_cast<int>(frac * width);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+  std::fprintf(stderr, "\r%s [%.*s%*s] %3d%% %lld/%lld paths %.1fs", m_label.c_str(), filled,
+               "##############################", width - filled, "", static_cast<int>(100 * frac), done,
+               m_total, elapsed);
+  std::fflush(stderr);
+}
+
+void progress_bar::finish() {
+  if (!m_enabled) return;
+  update(m_total);
+  std::fputc('\n', stderr);
+}
+
+}  // namespace detail
+}  // namespace ncsde

@@ -1,0 +1,146 @@
+#include "ncsde/ensemble_io.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+namespace ncsde {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json number(double x) {
+  if (std::isfinite(x)) return x;
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return nullptr;
+}
+
+json vector_json(const vector& v) {
+  json a = json::array();
+  for (Eigen::Index i = 0; i < v.size(); ++i) a.push_back(number(v(i)));
+  return a;
+}
+
+json matrix_json(const matrix& m) {
+  json rows = json::array();
+  for (Eigen::Index i = 0; i < m.rows(); ++i) rows.push_back(vector_json(m.row(i).transpose()));
+  return rows;
+}
+
+json moments_json(const moments& mo) {
+  json j;
+  j["count"] = mo.count();
+  j["mean"] = vector_json(mo.mean());
+  j["stderr"] = mo.count() > 1 ? vector_json(mo.standard_error()) : json::array();
+  j["covariance"] = matrix_json(mo.covariance());
+  return j;
+}
+
+std::string entry_names(int m) {
+  std::string s;
+  for (int a = 1; a <= m; ++a)
+    for (int b = a; b <= m; ++b) s += fmt::format(",V{}{}", a, b);
+  return s;
+}
+
+json entry_names_json(int m) {
+  json a = json::array();
+  for (int i = 1; i <= m; ++i)
+    for (int j = i; j <= m; ++j) a.push_back(fmt::format("V{}{}", i, j));
+  return a;
+}
+
+}  // namespace
+
+void write_csv(const ensemble_result& r, std::ostream& out) {
+  out << "path,status,t_stop" << entry_names(r.m) << '\n';
+  for (const path_record& rec : r.records) {
+    out << rec.path << ',' << to_string(rec.status) << ',' << fmt::format("{:.17g}", rec.t_stop);
+    for (Eigen::Index i = 0; i < rec.packed.size(); ++i) out << ',' << fmt::format("{:.17g}", rec.packed(i));
+    out << '\n';
+  }
+}
+
+std::string summary_json(const ensemble_result& r, int indent) {
+  json j;
+  j["scheme"] = r.scheme;
+  j["m"] = r.m;
+  j["t0"] = r.t0;
+  j["T"] = r.t_end;
+  j["dt"] = r.dt;
+  j["seed"] = r.seed;
+  j["threads"] = r.threads;
+  j["paths"] = r.paths;
+  j["completed"] = r.completed;
+  j["stopped"] = r.stopped;
+  j["blown_up"] = r.blown_up;
+  j["blown_up_fraction"] = r.blown_up_fraction();
+  j["blown_up_fraction_stderr"] = r.blown_up_stderr();
+  json et = json::object();
+  for (const double q : {0.05, 0.25, 0.5, 0.75, 0.95})
+    et[fmt::format("q{:g}", q)] = number(quantile_sorted(r.explosion_times, q));
+  j["explosion_time_quantiles"] = et;
+  json pd;
+  pd["violations"] = r.pd.violations;
+  pd["projected"] = r.pd.projected;
+  pd["refined"] = r.pd.refined;
+  pd["boundary"] = r.pd.boundary;
+  pd["paths_with_violations"] = r.paths_with_violations;
+  pd["min_eigenvalue"] = number(r.pd.min_eigenvalue);
+  j["pd"] = pd;
+  j["entries"] = entry_names_json(r.m);
+  j["terminal_completed"] = moments_json(r.terminal);
+  j["at_stop"] = moments_json(r.at_stop);
+  json saved = json::array();
+  for (std::size_t i = 0; i < r.saved.size(); ++i) {
+    json s = moments_json(r.saved[i]);
+    s["t"] = r.save_times[i];
+    saved.push_back(s);
+  }
+  j["saved"] = saved;
+  json fs = json::array();
+  for (const functional_summary& f : r.functionals) {
+    json q;
+    q["name"] = f.name;
+    q["levels"] = f.levels;
+    json c = json::array(), a = json::array();
+    for (double x : f.completed) c.push_back(number(x));
+    for (double x : f.all) a.push_back(number(x));
+    q["quantiles_completed"] = c;
+    q["quantiles_all"] = a;
+    q["mean_completed"] = number(f.completed_mean);
+    q["mean_completed_stderr"] = number(f.completed_stderr);
+    fs.push_back(q);
+  }
+  j["functionals"] = fs;
+  j["seconds"] = r.seconds;
+  return j.dump(indent);
+}
+
+std::string summary_table(const ensemble_result& r) {
+  std::string s;
+  s += fmt::format("scheme {}  m = {}  T = {}  dt = {}  paths = {}  seed = {}  threads = {}  ({:.2f} s)\n",
+                   r.scheme, r.m, r.t_end, r.dt, r.paths, r.seed, r.threads, r.seconds);
+  s += fmt::format("completed {}  stopped {}  blown up {} ({:.4f} ± {:.4f})\n", r.completed, r.stopped,
+                   r.blown_up, r.blown_up_fraction(), r.blown_up_stderr());
+  s += fmt::format("cone: violations {}  projected {}  refined {}  boundary {}  paths with violations {}\n",
+                   r.pd.violations, r.pd.projected, r.pd.refined, r.pd.boundary, r.paths_with_violations);
+  if (r.terminal.count() > 0) {
+    s += "entry      mean(completed)        stderr\n";
+    const vector se = r.terminal.standard_error();
+    int i = 0;
+    for (int a = 1; a <= r.m; ++a)
+      for (int b = a; b <= r.m; ++b, ++i)
+        s += fmt::format("V{}{:<6} {:>16.8g} {:>14.3g}\n", a, b, r.terminal.mean()(i), se(i));
+  }
+  for (const functional_summary& f : r.functionals) {
+    s += fmt::format("{} quantiles (completed | all, blown-up = inf):\n", f.name);
+    for (std::size_t q = 0; q < f.levels.size(); ++q)
+      s += fmt::format("  q{:<5g} {:>14.6g} | {:>14.6g}\n", f.levels[q], f.completed[q], f.all[q]);
+  }
+  return s;
+}
+
+}  // namespace ncsde

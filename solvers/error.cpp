@@ -1,0 +1,34 @@
+#include "ncsde/error.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ncsde {
+namespace {
+
+void default_assert_handler(const char* file, int line, const char* condition, const char* message) {
+  std::fprintf(stderr, "ncsde: assertion failed at %s:%d: %s (%s)\n", file, line, condition, message);
+  std::abort();
+}
+
+std::atomic<assert_handler> g_handler{&default_assert_handler};
+
+}  // namespace
+
+assert_handler set_assert_handler(assert_handler handler) {
+  return g_handler.exchange(handler != nullptr ? handler : &default_assert_handler);
+}
+
+void throw_on_assert(const char* file, int line, const char* condition, const char* message) {
+  throw assertion_error(fmt::format("{}:{}: assertion '{}' failed: {}", file, line, condition, message));
+}
+
+namespace detail {
+void assert_failed(const char* file, int line, const char* condition, const char* message) {
+  g_handler.load()(file, line, condition, message);
+  std::abort();  // a handler that returns is treated as the default one
+}
+}  // namespace detail
+
+}  // namespace ncsde

@@ -1,0 +1,84 @@
+#include "ncsde/integrate.hpp"
+
+#include <algorithm>
+
+namespace ncsde {
+
+std::string_view to_string(pd_policy p) {
+  switch (p) {
+    case pd_policy::throw_error: return "throw";
+    case pd_policy::count: return "count";
+    case pd_policy::project: return "project";
+    case pd_policy::refine: return "refine";
+  }
+  return "?";
+}
+
+pd_policy parse_pd_policy(std::string_view text, std::string_view param) {
+  if (text == "throw") return pd_policy::throw_error;
+  if (text == "count") return pd_policy::count;
+  if (text == "project") return pd_policy::project;
+  if (text == "refine") return pd_policy::refine;
+  throw invalid_argument(fmt::format("{} must be one of throw, count, project, refine (got '{}')",
+                                     param, text));
+}
+
+std::string_view to_string(path_status s) {
+  switch (s) {
+    case path_status::completed: return "completed";
+    case path_status::blown_up: return "blown_up";
+    case path_status::stopped: return "stopped";
+  }
+  return "?";
+}
+
+pd_counters& pd_counters::operator+=(const pd_counters& o) {
+  violations += o.violations;
+  projected += o.projected;
+  refined += o.refined;
+  boundary += o.boundary;
+  if (!(min_eigenvalue <= o.min_eigenvalue)) min_eigenvalue = o.min_eigenvalue;
+  return *this;
+}
+
+step_grid::step_grid(double t0_, double t_end_, double dt_, const std::vector<double>& save_times)
+    : t0(t0_), t_end(t_end_), dt(dt_) {
+  if (!std::isfinite(t0)) throw_invalid_argument("integrate", "t0", t0, "finite");
+  if (!std::isfinite(t_end)) throw_invalid_argument("integrate", "T", t_end, "finite");
+  if (!(t_end >= t0)) throw_invalid_argument("integrate", "T", t_end, fmt::format(">= t0 = {}", t0));
+  if (!(dt > 0) || !std::isfinite(dt)) throw_invalid_argument("integrate", "dt", dt, "> 0 and finite");
+  const double span = t_end - t0;
+  if (span > 0 && dt > span * (1 + 1e-12))
+    throw_invalid_argument("integrate", "dt", dt, fmt::format("<= T - t0 = {}", span));
+  const double ratio = span / dt;
+  if (ratio > 1e12) throw_invalid_argument("integrate", "dt", dt, "such that (T - t0)/dt <= 1e12");
+  const double nearest = std::round(ratio);
+  steps = static_cast<long long>(std::abs(ratio - nearest) <= 1e-9 * std::max(1.0, nearest)
+                                     ? nearest
+                                     : std::ceil(ratio));
+  double previous = -std::numeric_limits<double>::infinity();
+  for (const double s : save_times) {
+    if (!(s >= t0 && s <= t_end))
+      throw_invalid_argument("integrate", "save time", s, fmt::format("in [{}, {}]", t0, t_end));
+    if (!(s > previous)) throw_invalid_argument("integrate", "save time", s, "strictly increasing");
+    previous = s;
+    // The grid index whose time is s (within 1e-9 of a step).
+    const long long i = std::min(steps, static_cast<long long>(std::llround((s - t0) / dt)));
+    if (!(std::abs(time(i) - s) <= 1e-9 * std::max(dt, std::abs(s))))
+      throw_invalid_argument("integrate", "save time", s,
+                             fmt::format("a grid time t0 + i*dt (dt = {}) or T", dt));
+    save_steps.push_back(i);
+  }
+}
+
+void validate_options(const integrate_options& o) {
+  if (!(o.dt > 0) || !std::isfinite(o.dt)) throw_invalid_argument("integrate", "dt", o.dt, "> 0 and finite");
+  if (!(o.pd_floor >= 0) || !std::isfinite(o.pd_floor))
+    throw_invalid_argument("integrate", "pd_floor", o.pd_floor, ">= 0 and finite");
+  if (o.refine_depth < 1 || o.refine_depth > 30)
+    throw_invalid_argument("integrate", "refine_depth", o.refine_depth, "in [1, 30]");
+  if (!(o.blowup_threshold > 0) || !(o.blowup_threshold <= 1e100))
+    throw_invalid_argument("integrate", "blowup_threshold", o.blowup_threshold, "in (0, 1e100]");
+}
+
+}  // namespace ncsde
