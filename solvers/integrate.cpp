@@ -62,9 +62,13 @@ step_grid::step_grid(double t0_, double t_end_, double dt_, const std::vector<do
       throw_invalid_argument("integrate", "save time", s, fmt::format("in [{}, {}]", t0, t_end));
     if (!(s > previous)) throw_invalid_argument("integrate", "save time", s, "strictly increasing");
     previous = s;
-    // The grid index whose time is s (within 1e-9 of a step).
-    const long long i = std::min(steps, static_cast<long long>(std::llround((s - t0) / dt)));
-    if (!(std::abs(time(i) - s) <= 1e-9 * std::max(dt, std::abs(s))))
+    // The grid index whose time is s (within 1e-9 of a step). T is a grid time also when dt does not
+    // divide T - t0, where rounding (s - t0)/dt may pick the step before the short last one.
+    const double slack = 1e-9 * std::max(dt, std::abs(s));
+    const long long i = std::abs(t_end - s) <= slack
+                            ? steps
+                            : std::min(steps, static_cast<long long>(std::llround((s - t0) / dt)));
+    if (!(std::abs(time(i) - s) <= slack))
       throw_invalid_argument("integrate", "save time", s,
                              fmt::format("a grid time t0 + i*dt (dt = {}) or T", dt));
     save_steps.push_back(i);

@@ -10,6 +10,9 @@ double psd_round_off(const matrix& v) {
 }
 
 psd_result psd_checker::check(const matrix& v) {
+  // Cholesky does not see NaN (its pivot test x <= 0 is false for NaN), so a non-finite V would pass
+  // as positive definite: classify it before factorising.
+  if (!v.allFinite()) return {psd_status::outside, std::numeric_limits<double>::quiet_NaN()};
   m_llt.compute(v);
   if (m_llt.info() == Eigen::Success) return {psd_status::positive_definite, std::nan("")};
   m_eigen.compute(v, Eigen::EigenvaluesOnly);

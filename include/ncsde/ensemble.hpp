@@ -116,6 +116,7 @@ int resolve_threads(int requested);
 class progress_bar {
  public:
   progress_bar(progress_mode mode, long long total, std::string label);
+  bool enabled() const { return m_enabled; }
   void update(long long done);
   void finish();
 
@@ -254,7 +255,8 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
     std::vector<std::jthread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
     for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
-    while (paths_done.load() < opt.paths && !failed.load()) {
+    // Poll only to draw the bar; otherwise just join the workers.
+    while (bar.enabled() && paths_done.load() < opt.paths && !failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       bar.update(paths_done.load());
     }

@@ -9,6 +9,7 @@
 ///    the closed cone the SDEs live on (rank-deficient V, |ρ| → 1, rank collapse at long horizons);
 ///    they are counted but never treated as violations;
 ///  - outside: λ_min < −psd_round_off(V): the step left the cone; the run's pd_policy decides.
+///    A V with a non-finite entry is outside too (min_eigenvalue NaN).
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 

@@ -7,7 +7,8 @@
 namespace ncsde::detail {
 
 /// Thrown by a stepper when a coefficient returns a non-finite value; the integrator turns it into
-/// a blow-up (state already huge) or an ncsde::evaluation_error naming the path, step and time.
+/// an ncsde::evaluation_error naming the coefficient, path, step and time. (A step that ends past
+/// blowup_threshold stops the path as blown_up before the coefficients see that state.)
 struct non_finite_coefficient {
   std::string_view which;  ///< "drift", "noise map" or "noise map derivative"
 };
