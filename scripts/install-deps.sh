@@ -24,6 +24,9 @@ fi
 echo "install-deps: installing ${missing[*]}" >&2
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Passed through `env`: sudo resets the environment, so an exported DEBIAN_FRONTEND would not reach
+# apt-get; keep existing configuration files rather than prompting about them.
+apt=("${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o Dpkg::Options::=--force-confdef
+     -o Dpkg::Options::=--force-confold)
+"${apt[@]}" update -qq
+"${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}"

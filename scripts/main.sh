@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the dependencies, configures and builds the default (Release) preset in build/, then runs
+#   build/ncsde convergence "$@"
+# from the caller's directory (so relative output paths in the arguments mean what the caller meant).
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+(
+  cd "$repo_root"
+  bash scripts/install-deps.sh
+  cmake --preset default
+  cmake --build --preset default
+)
+exec "$repo_root/build/ncsde" convergence "$@"

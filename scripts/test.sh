@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The unit test run: install the Debian dependencies, configure and build the default (Release) preset
+# in build/, run every test labelled `unit`. Runnable from any directory.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+bash scripts/install-deps.sh
+cmake --preset default
+cmake --build --preset default
+ctest --preset unit
