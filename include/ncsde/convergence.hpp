@@ -1,0 +1,542 @@
+#pragma once
+/// Measured convergence orders: strong and weak errors of the schemes over a ladder of step sizes
+/// dt_l = (T − t0)/2^l, l = first_level, …, first_level + levels − 1, on common Brownian paths, and
+/// the least-squares slopes of log error on log dt.
+///
+/// Paths. Path p (stream (seed, p)) is sampled once on a fine grid (brownian_grid, with its
+/// iterated integrals when a scheme or the reference needs them); every step size reads its
+/// increments off that grid (sums, and Chen's relation for the iterated integrals), so all levels
+/// and schemes see the same Brownian path and the same Lévy areas. Coarse runs go through the
+/// engine of integrate() (path_integrator) with pd_policy::count: the pure scheme, steps leaving
+/// the PSD cone counted.
+///
+/// Strong error: E‖V_dt(T) − V_ref(T)‖_F, with V_ref the problem's pathwise exact solution at W_T
+/// when it has one, else the general Milstein solution on the fine grid itself (fine dt = finest
+/// coarse dt / reference_ratio, ratio 16 by default: the reference's own O(dt) error is ≤ 1/16 of
+/// the finest level's, and being largely shared it enters the difference at second order).
+///
+/// Weak error: E f(V_dt(T)) − E f(V_T) for a functional f with E f(V_T) known exactly. Plain Monte
+/// Carlo would need Var f(V)/N ≪ (C dt)², hopeless at small dt; both estimators below are unbiased.
+///  - Coupled control: mean(f(V_dt) − Y) + (E Y − E f(V_T)) with Y on the same path and E Y exact:
+///    Y = f(V_exact(W_T)) when the pathwise solution exists, else f of the Euler–Maruyama solution
+///    with step (finest dt)/control_ratio, E Y from the problem's exact moment recursion of the EM
+///    chain (euler_weak). Its variance is that of the strong difference: O(dt²) for the Milstein
+///    schemes (fine against an O(dt) mean), O(dt) for EM (costly against an O(dt) mean).
+///  - Martingale control, for EM when the problem supplies u(t, ·) = E[f(V_T) | V_t = ·] as a
+///    polynomial of degree ≤ 2 in V (weak_value; closed forms in analytic.hpp). An EM step is
+///    affine in its increment, V_{n+1} = A + Σ_j C_j ΔW_j, with A and C_j read off the stepper
+///    itself (applied to the zero and the unit increments), so E_n[u(t_{n+1}, V_{n+1})] = u(A) + h
+///    Σ_j q(C_j) exactly, q the quadratic part of u(t_{n+1}, ·) (by polarisation). Hence Z = Σ_n
+///    (u(t_{n+1}, V_{n+1}) − E_n[u(t_{n+1}, V_{n+1})]) has mean zero for the implemented chain, and
+///    the sample f(V_T) − Z is unbiased for E f(V_T^EM); it telescopes to u(t0, V0) + Σ_n (local
+///    weak error of step n), so its relative variance is O(1) instead of O(1/dt).
+///  Weak series exist for EM on every problem, and for the Milstein schemes only on problems with a
+///  pathwise solution: against an EM control their O(dt) weak error would drown in the control's
+///  O(dt/control_ratio) variance at the fine levels, and no Milstein-type control has an exactly
+///  known mean. When EM has no martingale control, its weak series may use more paths (weak_paths):
+///  paths beyond `paths` run for it alone, without Lévy areas or the Milstein reference (a path's
+///  increments do not depend on whether its areas are drawn).
+///
+/// Fit: per level the mean error and its Monte Carlo standard error; the order is the slope of a
+/// weighted least-squares fit of log error on log dt (weights 1/σ², σ = stderr/error, the standard
+/// error of log error), with its standard error (the larger of the propagated and the residual one)
+/// and a 95% confidence interval (statistics.hpp, fit_line_weighted).
+///
+/// Reproducibility: path p uses only random_stream(seed, p); each path's errors are stored by path
+/// index and summed in path order after all workers finish, so results are bit-identical for any
+/// number of threads.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ncsde/brownian.hpp"
+#include "ncsde/ensemble.hpp"
+#include "ncsde/error.hpp"
+#include "ncsde/integrate.hpp"
+#include "ncsde/statistics.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/steppers/milstein.hpp"
+
+namespace ncsde {
+
+enum class convergence_scheme { em, milstein, milstein_commutative };
+/// "em", "milstein", "milstein-commutative".
+std::string_view to_string(convergence_scheme s);
+/// Parses the names above; throws ncsde::invalid_argument naming `param` and the text.
+convergence_scheme parse_convergence_scheme(std::string_view text,
+                                            std::string_view param = "scheme");
+/// em, milstein, milstein_commutative.
+const std::vector<convergence_scheme>& all_convergence_schemes();
+
+enum class error_kind { strong, weak };
+/// "strong", "weak".
+std::string_view to_string(error_kind k);
+
+/// The order theory predicts: EM strong 1/2, weak 1; Milstein strong 1, weak 1; Milstein without
+/// Lévy areas strong 1 on commutative noise and 1/2 otherwise, weak 1.
+double expected_order(convergence_scheme s, error_kind k, bool commutative_noise);
+
+/// A problem with a known solution, set up for a convergence study.
+template <class S>
+struct convergence_problem {
+  convergence_problem(std::string name_, problem<S> prob_)
+      : name(std::move(name_)), prob(std::move(prob_)) {}
+
+  std::string name;
+  std::string description;
+  problem<S> prob;                 ///< SDE, V0, horizon [t0, T]
+  bool commutative_noise = false;  ///< decides the expected strong order of milstein-commutative
+  int first_level = 1;             ///< coarsest dt = (T − t0)/2^first_level
+  int levels = 5;                  ///< number of step sizes (≥ 3)
+  long long paths = 1000;    ///< default number of paths (all strong errors, order-1 weak errors)
+  long long weak_paths = 0;  ///< default paths of the O(dt)-variance weak errors (0: = paths)
+  int reference_ratio = 16;  ///< fine steps per finest coarse step when there is no exact solution
+  int control_ratio = 4;     ///< EM control steps per finest coarse step (divides reference_ratio)
+  /// Pathwise exact solution V_T(V0, W_T, T − t0); empty: fine-grid Milstein reference.
+  std::function<matrix(const matrix& v0, const Eigen::Ref<const vector>& w_t, double t)> exact;
+  functional weak;          ///< f of the weak error
+  double weak_exact = 0.0;  ///< E f(V_T)
+  /// E f(V_n) of n Euler–Maruyama steps of size h from V0 (exact); required for EM's weak error
+  /// when exact and weak_value are both empty.
+  std::function<double(double h, long long n)> euler_weak;
+  /// Optional: weak_value(t) returns u(t, ·) = E[f(V_T) | V_t = ·] of the exact SDE, which must be
+  /// a polynomial of degree ≤ 2 in the entries of V (the martingale control variate of EM, see
+  /// above).
+  std::function<std::function<double(const matrix&)>(double t)> weak_value;
+};
+
+struct convergence_options {
+  std::uint64_t seed = 1;
+  long long paths = 0;  ///< 0: the problem's default; otherwise ≥ 2
+  /// Paths of the O(dt)-variance weak errors (see above). 0: `paths` when that is set, else the
+  /// problem's default. Never fewer than the paths actually used for strong errors.
+  long long weak_paths = 0;
+  int threads = 0;       ///< 0: all hardware threads
+  int levels = 0;        ///< 0: the problem's default; otherwise in [3, 16]
+  int first_level = -1;  ///< coarsest dt = (T − t0)/2^first_level; −1: the problem's default
+  std::vector<convergence_scheme> schemes = all_convergence_schemes();
+  bool strong = true;
+  bool weak = true;
+  double strong_tolerance = 0.05;  ///< pass: |order − expected| ≤ tolerance
+  double weak_tolerance = 0.1;
+  progress_mode progress = progress_mode::automatic;
+};
+
+/// One error series: a scheme's strong or weak errors over the levels and the fitted order.
+struct convergence_series {
+  std::string problem;
+  convergence_scheme scheme = convergence_scheme::em;
+  error_kind kind = error_kind::strong;
+  long long paths = 0;  ///< paths the errors of this series average over
+  std::uint64_t seed = 0;
+  std::vector<double> dts, errors, errors_stderr;
+  linear_fit fit;  ///< slope = measured order (NaN when some error is not positive)
+  double expected = 0.0;
+  double tolerance = 0.0;
+  bool pass = false;  ///< |fit.slope − expected| ≤ tolerance
+  long long cone_exits =
+      0;                   ///< coarse steps (strong-pass paths, all levels) that left the PSD cone
+  std::string reference;   ///< "exact" or how the reference was computed
+  std::string functional;  ///< the weak functional's name (weak series)
+  double seconds = 0.0;    ///< wall time of the whole problem's run
+};
+
+/// Adapts a brownian_grid to the Source interface of the integration engine: coarse step i is fine
+/// steps [i·ratio, (i+1)·ratio). split() halves a (sub)step exactly on the grid (bridge node n of
+/// step i covers the n-th dyadic piece at depth ⌊log₂ n⌋), so a refined step sees the same path and
+/// areas; it throws ncsde::invalid_argument when the piece has fewer than 2 fine steps or an odd
+/// count.
+class grid_brownian_source {
+ public:
+  grid_brownian_source(const brownian_grid& grid, long long ratio);
+
+  /// Increment of coarse step `step`; `dt` must equal ratio·h (checked to 1e-9 relative).
+  void increment(std::uint64_t step, double dt, bool with_iterated, noise_increment& out) const;
+  void split(const noise_increment& parent, std::uint64_t step, std::uint64_t node,
+             bool with_iterated, noise_increment& left, noise_increment& right) const;
+
+ private:
+  const brownian_grid& m_grid;
+  long long m_ratio;
+};
+
+namespace detail {
+
+/// Checks options against a problem and resolves the defaults; throws ncsde::invalid_argument.
+struct convergence_plan {
+  std::vector<convergence_scheme> schemes;
+  std::vector<int> extended;  ///< indices into schemes of the weak series that use weak_paths
+  int first_level = 0, levels = 0;
+  long long paths = 0;          ///< paths of the full pass
+  long long weak_paths = 0;     ///< ≥ paths; paths ≥ `paths` run the extended weak series only
+  long long n_fine = 0;         ///< fine steps
+  long long control_ratio = 1;  ///< fine steps per step of the EM control (no exact solution)
+  std::vector<bool> has_weak;   ///< per scheme: a weak series is produced
+  double span = 0.0;            ///< T − t0
+  bool exact = false;
+  bool strong = true, weak = true;
+  bool martingale =
+      false;              ///< EM's weak error uses the martingale control (problem has weak_value)
+  bool control = false;   ///< the full pass computes the control Y (some weak series couples to it)
+  bool iterated = false;  ///< the grid carries iterated integrals
+  int threads = 1;
+  std::uint64_t seed = 0;
+  /// No series to produce (only weak errors of Milstein schemes asked for, without exact solution).
+  bool empty() const {
+    return !strong && std::find(has_weak.begin(), has_weak.end(), true) == has_weak.end();
+  }
+  int values_per_path() const { return static_cast<int>(schemes.size()) * levels * 2; }
+  int extended_values_per_path() const { return static_cast<int>(extended.size()) * levels; }
+};
+convergence_plan make_convergence_plan(const std::string& name, double t0, double t_end,
+                                       int first_level, int levels, long long paths,
+                                       long long weak_paths, int reference_ratio, int control_ratio,
+                                       bool exact, bool commutative_noise, bool has_euler_weak,
+                                       bool has_weak_functional, bool has_weak_value,
+                                       const convergence_options& opt);
+
+/// Summaries and fits from per-path values: `values` for paths [0, paths) (path-major, then scheme,
+/// level, kind), `extended` for paths [paths, weak_paths) (path-major, then extended scheme,
+/// level).
+std::vector<convergence_series> summarize_convergence(
+    const std::string& name, bool commutative_noise, const convergence_plan& plan,
+    const std::vector<double>& values, const std::vector<double>& extended,
+    const std::vector<long long>& exits, const std::vector<double>& weak_offsets,
+    const std::string& reference, const std::string& functional_name,
+    const convergence_options& opt, double seconds);
+
+/// Observer of an Euler–Maruyama run accumulating the martingale control Z (see the file comment):
+/// at each grid time t_{n+1} it adds u_{n+1}(V_{n+1}) − E_n[u_{n+1}(V_{n+1})], where the
+/// conditional expectation comes from the stepper applied to V_n with the zero and the unit
+/// increments.
+template <class S>
+class martingale_observer {
+ public:
+  /// values[i] = u(t0 + i·stride·dt, ·) on the finest grid; this run's step is stride fine-grid
+  /// steps.
+  martingale_observer(const S& sde, const std::vector<std::function<double(const matrix&)>>& values,
+                      long long stride, double dt, int k)
+      : m_sde(sde), m_values(values), m_stride(stride), m_k(k) {
+    m_inc.dt = dt;
+    m_inc.dw = vector::Zero(k);
+  }
+
+  void operator()(const matrix& v, double t) {
+    if (m_calls++ > 0) {
+      const auto& u = m_values[static_cast<std::size_t>((m_calls - 1) * m_stride)];
+      // A = step(V_n, 0), C_j = step(V_n, e_j) − A, symmetrised as the integration engine does.
+      m_inc.dw.setZero();
+      m_a = m_previous;
+      m_em.do_step(m_sde, m_a, m_t, m_inc);
+      m_a = (0.5 * (m_a + m_a.transpose())).eval();
+      m_zero.setZero(v.rows(), v.cols());
+      const double u0 = u(m_zero);
+      double quadratic = 0.0;
+      for (int j = 0; j < m_k; ++j) {
+        m_inc.dw(j) = 1.0;
+        m_c = m_previous;
+        m_em.do_step(m_sde, m_c, m_t, m_inc);
+        m_inc.dw(j) = 0.0;
+        m_c = (0.5 * (m_c + m_c.transpose())).eval() - m_a;
+        quadratic += 0.5 * (u(m_c) + u((-m_c).eval())) - u0;  // q(C_j) by polarisation
+      }
+      m_z += u(v) - (u(m_a) + m_inc.dt * quadratic);
+    }
+    m_previous = v;
+    m_t = t;
+  }
+
+  double z() const { return m_z; }
+
+ private:
+  const S& m_sde;
+  const std::vector<std::function<double(const matrix&)>>& m_values;
+  long long m_stride;
+  int m_k;
+  long long m_calls = 0;
+  double m_z = 0.0, m_t = 0.0;
+  noise_increment m_inc;
+  matrix m_previous, m_a, m_c, m_zero;
+  euler_maruyama<> m_em;
+};
+
+/// Everything one worker thread needs for a path: its own copies of the SDE and the steppers.
+template <class S>
+class convergence_kernel {
+ public:
+  convergence_kernel(const convergence_problem<S>& cp, const convergence_plan& plan,
+                     const std::vector<std::function<double(const matrix&)>>& values)
+      : m_cp(cp), m_plan(plan), m_values(values), m_sde(cp.prob.sde) {
+    m_options.policy = pd_policy::count;
+    m_k = m_sde.noise_dimension(static_cast<int>(cp.prob.v0.rows()));
+  }
+
+  /// Full pass: fills values[(scheme·levels + level)·2 + kind] (kind 0 strong, 1 weak without
+  /// offset) and the cone exits per scheme for path p.
+  void run(long long p, double* values, long long* exits) {
+    const double h = m_plan.span / static_cast<double>(m_plan.n_fine);
+    const brownian_grid grid(random_stream(m_plan.seed, static_cast<std::uint64_t>(p)), m_k,
+                             m_plan.n_fine, h, m_plan.iterated);
+    matrix v_ref;
+    double control = 0.0;
+    long long ignored = 0;
+    if (m_plan.exact) {
+      v_ref = m_cp.exact(m_cp.prob.v0, grid.value(m_plan.n_fine), m_plan.span);
+      if (m_plan.control) control = m_cp.weak.f(v_ref);
+    } else {
+      if (m_plan.strong) v_ref = run_scheme(m_milstein, grid, 1, p, ignored);
+      if (m_plan.control)
+        control = m_cp.weak.f(run_scheme(m_em, grid, m_plan.control_ratio, p, ignored));
+    }
+    const int levels = m_plan.levels;
+    for (std::size_t s = 0; s < m_plan.schemes.size(); ++s) {
+      exits[s] = 0;
+      if (!m_plan.strong && !m_plan.has_weak[s]) continue;  // this scheme has no series
+      for (int l = 0; l < levels; ++l) {
+        const long long steps = 1LL << (m_plan.first_level + l);
+        const long long ratio = m_plan.n_fine / steps;
+        matrix v;
+        double z = 0.0;  // martingale control (EM only)
+        switch (m_plan.schemes[s]) {
+          case convergence_scheme::em:
+            if (m_plan.martingale && m_plan.has_weak[s]) {
+              martingale_observer<S> obs(m_sde, m_values, (1LL << (m_plan.levels - 1 - l)),
+                                         m_plan.span / static_cast<double>(steps), m_k);
+              v = run_scheme(m_em, grid, ratio, p, exits[s], obs);
+              z = obs.z();
+            } else {
+              v = run_scheme(m_em, grid, ratio, p, exits[s]);
+            }
+            break;
+          case convergence_scheme::milstein:
+            v = run_scheme(m_milstein, grid, ratio, p, exits[s]);
+            break;
+          case convergence_scheme::milstein_commutative:
+            v = run_scheme(m_milstein_commutative, grid, ratio, p, exits[s]);
+            break;
+        }
+        double* out = values + (static_cast<std::ptrdiff_t>(s) * levels + l) * 2;
+        out[0] = m_plan.strong ? (v - v_ref).norm() : 0.0;
+        if (!m_plan.has_weak[s])
+          out[1] = 0.0;
+        else if (m_plan.schemes[s] == convergence_scheme::em && m_plan.martingale)
+          out[1] = m_cp.weak.f(v) - z;
+        else
+          out[1] = m_cp.weak.f(v) - control;
+      }
+    }
+  }
+
+  /// Extended pass: weak values (without offset) of the extended schemes only,
+  /// values[e·levels + level], from a grid without iterated integrals (none of them needs any).
+  void run_extended(long long p, double* values) {
+    const double h = m_plan.span / static_cast<double>(m_plan.n_fine);
+    const brownian_grid grid(random_stream(m_plan.seed, static_cast<std::uint64_t>(p)), m_k,
+                             m_plan.n_fine, h, false);
+    long long ignored = 0;
+    const double control =
+        m_plan.exact ? m_cp.weak.f(m_cp.exact(m_cp.prob.v0, grid.value(m_plan.n_fine), m_plan.span))
+                     : m_cp.weak.f(run_scheme(m_em, grid, m_plan.control_ratio, p, ignored));
+    const int levels = m_plan.levels;
+    for (std::size_t e = 0; e < m_plan.extended.size(); ++e) {
+      const convergence_scheme scheme =
+          m_plan.schemes[static_cast<std::size_t>(m_plan.extended[e])];
+      for (int l = 0; l < levels; ++l) {
+        const long long ratio = m_plan.n_fine / (1LL << (m_plan.first_level + l));
+        const matrix v = scheme == convergence_scheme::em
+                             ? run_scheme(m_em, grid, ratio, p, ignored)
+                             : run_scheme(m_milstein_commutative, grid, ratio, p, ignored);
+        values[static_cast<std::ptrdiff_t>(e) * levels + l] = m_cp.weak.f(v) - control;
+      }
+    }
+  }
+
+ private:
+  template <class Stepper, class Observer = null_observer>
+  matrix run_scheme(Stepper& stepper, const brownian_grid& grid, long long ratio, long long p,
+                    long long& exits) {
+    Observer obs;
+    return run_scheme(stepper, grid, ratio, p, exits, obs);
+  }
+
+  template <class Stepper, class Observer>
+  matrix run_scheme(Stepper& stepper, const brownian_grid& grid, long long ratio, long long p,
+                    long long& exits, Observer& obs) {
+    const long long steps = m_plan.n_fine / ratio;
+    const step_grid sg(m_cp.prob.t0, m_cp.prob.t_end, m_plan.span / static_cast<double>(steps));
+    grid_brownian_source source(grid, ratio);
+    path_integrator<Stepper, S, grid_brownian_source, Observer> engine(stepper, m_sde, source,
+                                                                       m_options, p);
+    path_result r = engine.run(m_cp.prob.v0, sg, obs);
+    if (r.status != path_status::completed)
+      throw evaluation_error(
+          fmt::format("convergence: problem '{}', path {}, scheme {}, dt = {:.6g}: the path "
+                      "stopped ({}) at t = {:.6g} "
+                      "(max |V| = {:.6g}); the levels are too coarse for this problem",
+                      m_cp.name, p, Stepper::name, sg.dt, to_string(r.status), r.t_stop,
+                      r.v.cwiseAbs().maxCoeff()));
+    exits += r.pd.violations;
+    return r.v;
+  }
+
+  const convergence_problem<S>& m_cp;
+  const convergence_plan& m_plan;
+  const std::vector<std::function<double(const matrix&)>>& m_values;
+  S m_sde;
+  int m_k = 0;
+  integrate_options m_options;
+  euler_maruyama<> m_em;
+  milstein<> m_milstein;
+  milstein_commutative<> m_milstein_commutative;
+};
+
+}  // namespace detail
+
+/// Runs the study of `cp` (see the file comment) and returns one series per selected scheme and
+/// kind (strong first; none when only weak errors of Milstein schemes are asked for on a problem
+/// without a pathwise solution, see above). Throws ncsde::invalid_argument for bad options (paths <
+/// 2, levels outside [3, 16], threads < 0, more than 2^24 fine steps, no scheme selected, a problem
+/// without exact solution and without euler_weak) and rethrows the error of the lowest-numbered
+/// failing path.
+template <class S>
+requires Sde<S> std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp,
+                                                                const convergence_options& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  detail::validate_problem(cp.prob);
+  const detail::convergence_plan plan = detail::make_convergence_plan(
+      cp.name, cp.prob.t0, cp.prob.t_end, cp.first_level, cp.levels, cp.paths, cp.weak_paths,
+      cp.reference_ratio, cp.control_ratio, static_cast<bool>(cp.exact), cp.commutative_noise,
+      static_cast<bool>(cp.euler_weak), static_cast<bool>(cp.weak.f),
+      static_cast<bool>(cp.weak_value), opt);
+  if (plan.empty()) return {};
+  // u(t_i, ·) on the finest coarse grid, shared read-only by all workers.
+  std::vector<std::function<double(const matrix&)>> values;
+  if (plan.martingale) {
+    const long long finest = 1LL << (plan.first_level + plan.levels - 1);
+    for (long long i = 0; i <= finest; ++i)
+      values.push_back(cp.weak_value(cp.prob.t0 + plan.span * static_cast<double>(i) /
+                                                      static_cast<double>(finest)));
+  }
+  const int per_path = plan.values_per_path();
+  const int per_extended = plan.extended_values_per_path();
+  const std::size_t ns = plan.schemes.size();
+  const long long total = plan.weak_paths;
+  std::vector<double> values_per_path(static_cast<std::size_t>(plan.paths) *
+                                      static_cast<std::size_t>(per_path));
+  std::vector<double> extended(static_cast<std::size_t>(total - plan.paths) *
+                               static_cast<std::size_t>(per_extended));
+  std::vector<long long> exits(static_cast<std::size_t>(plan.paths) * ns);
+
+  constexpr long long chunk = 8;  // paths claimed at a time; any value gives the same results
+  std::atomic<long long> next{0}, done{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::vector<std::pair<long long, std::exception_ptr>> errors;
+  auto worker = [&]() {
+    try {
+      detail::convergence_kernel<S> kernel(cp, plan, values);
+      for (;;) {
+        if (failed.load()) return;
+        const long long first = next.fetch_add(chunk);
+        if (first >= total) return;
+        const long long last = std::min(total, first + chunk);
+        for (long long p = first; p < last; ++p) {
+          try {
+            if (p < plan.paths)
+              kernel.run(p, values_per_path.data() + p * per_path,
+                         exits.data() + p * static_cast<long long>(ns));
+            else
+              kernel.run_extended(p, extended.data() + (p - plan.paths) * per_extended);
+          } catch (...) {
+            std::lock_guard lock(error_mutex);
+            errors.emplace_back(p, std::current_exception());
+            failed.store(true);
+          }
+          done.fetch_add(1);
+        }
+      }
+    } catch (...) {
+      std::lock_guard lock(error_mutex);
+      errors.emplace_back(-1, std::current_exception());
+      failed.store(true);
+    }
+  };
+  detail::progress_bar bar(opt.progress, total, "convergence " + cp.name);
+  {
+    std::vector<std::jthread> pool;
+    for (int i = 0; i < plan.threads; ++i) pool.emplace_back(worker);
+    while (done.load() < total && !failed.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      bar.update(done.load());
+    }
+  }
+  bar.finish();
+  if (!errors.empty()) {
+    const auto first =
+        std::min_element(errors.begin(), errors.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::rethrow_exception(first->second);
+  }
+  // Per scheme: the mean of the weak samples minus E f(V_T) is mean(sample) + offset.
+  const double h_control = plan.span / static_cast<double>(plan.n_fine / plan.control_ratio);
+  const double control_offset =
+      plan.control && !plan.exact
+          ? cp.euler_weak(h_control, plan.n_fine / plan.control_ratio) - cp.weak_exact
+          : 0.0;
+  std::vector<double> weak_offsets;
+  for (const convergence_scheme s : plan.schemes)
+    weak_offsets.push_back(s == convergence_scheme::em && plan.martingale ? -cp.weak_exact
+                                                                          : control_offset);
+  const std::string reference =
+      plan.exact ? std::string("exact")
+                 : fmt::format("milstein on the fine grid (dt/{})", cp.reference_ratio);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return detail::summarize_convergence(cp.name, cp.commutative_noise, plan, values_per_path,
+                                       extended, exits, weak_offsets, reference, cp.weak.name, opt,
+                                       seconds);
+}
+
+/// A study with its problem type erased: what the `ncsde convergence` command lists and runs.
+struct convergence_study {
+  std::string name;
+  std::string description;
+  std::function<std::vector<convergence_series>(const convergence_options&)> run;
+};
+
+template <class S>
+convergence_study make_convergence_study(convergence_problem<S> cp) {
+  convergence_study study;
+  study.name = cp.name;
+  study.description = cp.description;
+  study.run = [cp = std::move(cp)](const convergence_options& opt) {
+    return run_convergence(cp, opt);
+  };
+  return study;
+}
+
+/// The problems of analytic.hpp with the horizons, initial states, coefficients, levels and path
+/// counts of the default `ncsde convergence` run (chosen so that every error is in its asymptotic
+/// regime and far above the Monte Carlo floor, and every slope's standard error is below 0.03):
+/// gbm, hadamard, matrix-gbm, noncommutative, linear-covariance, wishart.
+std::vector<convergence_study> standard_convergence_studies();
+
+/// The series as a JSON array of objects: problem, scheme, kind, order, stderr, ci_low, ci_high,
+/// expected, tolerance, pass, paths, seed, dts, errors, errors_stderr, cone_exits, reference,
+/// functional, seconds. Non-finite numbers become null.
+std::string convergence_json(const std::vector<convergence_series>& series, int indent = 2);
+
+/// The series as a text table: problem, scheme, kind, order, stderr, 95% CI, expected, pass/fail.
+std::string convergence_table(const std::vector<convergence_series>& series);
+
+}  // namespace ncsde

@@ -1,0 +1,513 @@
+#include "ncsde/convergence.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "ncsde/analytic.hpp"
+
+namespace ncsde {
+
+std::string_view to_string(convergence_scheme s) {
+  switch (s) {
+    case convergence_scheme::em:
+      return "em";
+    case convergence_scheme::milstein:
+      return "milstein";
+    case convergence_scheme::milstein_commutative:
+      return "milstein-commutative";
+  }
+  return "?";
+}
+
+convergence_scheme parse_convergence_scheme(std::string_view text, std::string_view param) {
+  for (const convergence_scheme s : all_convergence_schemes())
+    if (text == to_string(s)) return s;
+  throw invalid_argument(
+      fmt::format("{} must be one of em, milstein, milstein-commutative (got '{}')", param, text));
+}
+
+const std::vector<convergence_scheme>& all_convergence_schemes() {
+  static const std::vector<convergence_scheme> all{convergence_scheme::em,
+                                                   convergence_scheme::milstein,
+                                                   convergence_scheme::milstein_commutative};
+  return all;
+}
+
+std::string_view to_string(error_kind k) { return k == error_kind::strong ? "strong" : "weak"; }
+
+double expected_order(convergence_scheme s, error_kind k, bool commutative_noise) {
+  if (k == error_kind::weak) return 1.0;
+  switch (s) {
+    case convergence_scheme::em:
+      return 0.5;
+    case convergence_scheme::milstein:
+      return 1.0;
+    case convergence_scheme::milstein_commutative:
+      return commutative_noise ? 1.0 : 0.5;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+// ---- grid_brownian_source ----
+
+grid_brownian_source::grid_brownian_source(const brownian_grid& grid, long long ratio)
+    : m_grid(grid), m_ratio(ratio) {
+  if (ratio < 1 || grid.fine_steps() % ratio != 0)
+    throw_invalid_argument("grid_brownian_source", "ratio", ratio,
+                           fmt::format("a divisor of the {} fine steps", grid.fine_steps()));
+}
+
+void grid_brownian_source::increment(std::uint64_t step, double dt, bool with_iterated,
+                                     noise_increment& out) const {
+  const double expected = static_cast<double>(m_ratio) * m_grid.fine_dt();
+  if (!(std::abs(dt - expected) <= 1e-9 * expected))
+    throw_invalid_argument(
+        "grid_brownian_source::increment", "dt", dt,
+        fmt::format("{} fine steps of {} = {}", m_ratio, m_grid.fine_dt(), expected));
+  m_grid.coarse_increment(static_cast<long long>(step), m_ratio, with_iterated, out);
+}
+
+void grid_brownian_source::split(const noise_increment&, std::uint64_t step, std::uint64_t node,
+                                 bool with_iterated, noise_increment& left,
+                                 noise_increment& right) const {
+  // Node n (heap numbering, 1 = the whole step) is piece n − 2^d of 2^d at depth d = ⌊log₂ n⌋.
+  const int depth = std::bit_width(node) - 1;
+  const long long pieces = 1LL << depth;
+  const long long count = m_ratio / pieces;
+  if (m_ratio % pieces != 0 || count < 2 || count % 2 != 0)
+    throw_invalid_argument("grid_brownian_source::split", "fine steps in the piece",
+                           m_ratio % pieces == 0 ? count : 0,
+                           "even and >= 2 (the grid cannot be refined further)");
+  const long long first = static_cast<long long>(step) * m_ratio +
+                          static_cast<long long>(node - static_cast<std::uint64_t>(pieces)) * count;
+  m_grid.increment(first, count / 2, with_iterated, left);
+  m_grid.increment(first + count / 2, count / 2, with_iterated, right);
+}
+
+namespace detail {
+
+convergence_plan make_convergence_plan(const std::string& name, double t0, double t_end,
+                                       int first_level, int levels, long long paths,
+                                       long long weak_paths, int reference_ratio, int control_ratio,
+                                       bool exact, bool commutative_noise, bool has_euler_weak,
+                                       bool has_weak_functional, bool has_weak_value,
+                                       const convergence_options& opt) {
+  const std::string where = "convergence (" + name + ")";
+  convergence_plan plan;
+  if (opt.paths < 0 || opt.paths == 1)
+    throw_invalid_argument(where, "paths", opt.paths, ">= 2 (or 0 for the problem's default)");
+  plan.paths = opt.paths == 0 ? paths : opt.paths;
+  if (plan.paths < 2) throw_invalid_argument(where, "default paths", plan.paths, ">= 2");
+  if (opt.weak_paths < 0 || opt.weak_paths == 1)
+    throw_invalid_argument(where, "weak paths", opt.weak_paths, ">= 2 (or 0 for the default)");
+  const long long requested_weak =
+      opt.weak_paths != 0 ? opt.weak_paths : (opt.paths != 0 ? opt.paths : weak_paths);
+  if (opt.levels != 0 && (opt.levels < 3 || opt.levels > 16))
+    throw_invalid_argument(where, "levels", opt.levels,
+                           "in [3, 16] (or 0 for the problem's default)");
+  plan.levels = opt.levels == 0 ? levels : opt.levels;
+  if (plan.levels < 3 || plan.levels > 16)
+    throw_invalid_argument(where, "default levels", plan.levels, "in [3, 16]");
+  if (opt.first_level < -1 || opt.first_level > 20)
+    throw_invalid_argument(where, "first level", opt.first_level,
+                           "in [0, 20] (or -1 for the default)");
+  plan.first_level = opt.first_level >= 0 ? opt.first_level : first_level;
+  if (plan.first_level < 0 || plan.first_level > 20)
+    throw_invalid_argument(where, "default first level", plan.first_level, "in [0, 20]");
+  if (opt.threads < 0) throw_invalid_argument(where, "threads", opt.threads, ">= 0 (0: all cores)");
+  plan.threads = resolve_threads(opt.threads);
+  if (!(opt.strong_tolerance > 0))
+    throw_invalid_argument(where, "strong tolerance", opt.strong_tolerance, "> 0");
+  if (!(opt.weak_tolerance > 0))
+    throw_invalid_argument(where, "weak tolerance", opt.weak_tolerance, "> 0");
+  for (const convergence_scheme s : opt.schemes)
+    if (std::find(plan.schemes.begin(), plan.schemes.end(), s) == plan.schemes.end())
+      plan.schemes.push_back(s);
+  if (plan.schemes.empty()) throw_invalid(where, "no scheme selected");
+  if (!opt.strong && !opt.weak) throw_invalid(where, "neither strong nor weak errors selected");
+  plan.strong = opt.strong;
+  plan.weak = opt.weak;
+  if (plan.weak && !has_weak_functional)
+    throw_invalid(where, "weak errors need a weak functional f");
+  plan.martingale = plan.weak && has_weak_value;
+  // Weak series: EM always, the Milstein schemes only against a pathwise exact solution. EM uses
+  // the martingale control when the problem has weak_value; every other weak series couples to the
+  // control Y, and those whose estimator then has O(dt) variance (strong order 1/2) get the
+  // extended paths.
+  for (const convergence_scheme s : plan.schemes)
+    plan.has_weak.push_back(plan.weak && (exact || s == convergence_scheme::em));
+  for (std::size_t s = 0; s < plan.schemes.size(); ++s) {
+    if (!plan.has_weak[s]) continue;
+    const bool em_martingale = plan.schemes[s] == convergence_scheme::em && plan.martingale;
+    if (!em_martingale) plan.control = true;
+    if (!em_martingale &&
+        expected_order(plan.schemes[s], error_kind::strong, commutative_noise) < 1.0)
+      plan.extended.push_back(static_cast<int>(s));
+  }
+  if (plan.control && !exact && !has_euler_weak)
+    throw_invalid(
+        where,
+        "weak errors without a pathwise exact solution need the exact Euler–Maruyama "
+        "expectation E f(V_n) (euler_weak) for the control variate, or weak_value for the "
+        "martingale control");
+  plan.weak_paths = plan.extended.empty() ? plan.paths : std::max(plan.paths, requested_weak);
+  plan.exact = exact;
+  if (!exact && reference_ratio < 1)
+    throw_invalid_argument(where, "reference_ratio", reference_ratio, ">= 1");
+  if (!exact && (control_ratio < 1 || reference_ratio % control_ratio != 0))
+    throw_invalid_argument(where, "control_ratio", control_ratio,
+                           fmt::format("a divisor of reference_ratio = {}", reference_ratio));
+  plan.control_ratio = exact ? 1 : reference_ratio / control_ratio;
+  const int top = plan.first_level + plan.levels - 1;
+  const long long ratio = exact ? 1 : reference_ratio;
+  if (top > 24 || (1LL << top) > (1LL << 24) / ratio)
+    throw_invalid_argument(where, "fine steps", fmt::format("2^{} x {}", top, ratio),
+                           "<= 2^24 (fewer levels)");
+  plan.n_fine = (1LL << top) * ratio;
+  plan.span = t_end - t0;
+  if (!(plan.span > 0) || !std::isfinite(plan.span))
+    throw_invalid_argument(where, "T - t0", plan.span, "> 0 and finite");
+  // Iterated integrals: for a Milstein scheme that runs (it has a series), and for the reference.
+  bool milstein_runs = false;
+  for (std::size_t s = 0; s < plan.schemes.size(); ++s)
+    if (plan.schemes[s] == convergence_scheme::milstein && (plan.strong || plan.has_weak[s]))
+      milstein_runs = true;
+  plan.iterated = milstein_runs || (!exact && plan.strong);
+  plan.seed = opt.seed;
+  return plan;
+}
+
+std::vector<convergence_series> summarize_convergence(
+    const std::string& name, bool commutative_noise, const convergence_plan& plan,
+    const std::vector<double>& values, const std::vector<double>& extended,
+    const std::vector<long long>& exits, const std::vector<double>& weak_offsets,
+    const std::string& reference, const std::string& functional_name,
+    const convergence_options& opt, double seconds) {
+  const int per_path = plan.values_per_path();
+  const int per_extended = plan.extended_values_per_path();
+  const std::size_t ns = plan.schemes.size();
+  std::vector<convergence_series> out;
+  for (const error_kind kind : {error_kind::strong, error_kind::weak}) {
+    if ((kind == error_kind::strong && !plan.strong) || (kind == error_kind::weak && !plan.weak))
+      continue;
+    const int kind_index = kind == error_kind::strong ? 0 : 1;
+    for (std::size_t s = 0; s < ns; ++s) {
+      if (kind == error_kind::weak && !plan.has_weak[s]) continue;
+      // Extended weak series: paths [0, paths) from the full pass, then [paths, weak_paths).
+      const auto ext = std::find(plan.extended.begin(), plan.extended.end(), static_cast<int>(s));
+      const bool extended_series = kind == error_kind::weak && ext != plan.extended.end();
+      const long long paths = extended_series ? plan.weak_paths : plan.paths;
+      const double n = static_cast<double>(paths);
+      convergence_series r;
+      r.problem = name;
+      r.scheme = plan.schemes[s];
+      r.kind = kind;
+      r.paths = paths;
+      r.seed = plan.seed;
+      r.reference = reference;
+      if (kind == error_kind::weak) r.functional = functional_name;
+      r.seconds = seconds;
+      for (long long p = 0; p < plan.paths; ++p)
+        r.cone_exits += exits[static_cast<std::size_t>(p) * ns + s];
+      for (int l = 0; l < plan.levels; ++l) {
+        const std::size_t offset =
+            (s * static_cast<std::size_t>(plan.levels) + static_cast<std::size_t>(l)) * 2 +
+            static_cast<std::size_t>(kind_index);
+        const std::size_t ext_offset = extended_series
+                                           ? static_cast<std::size_t>(ext - plan.extended.begin()) *
+                                                     static_cast<std::size_t>(plan.levels) +
+                                                 static_cast<std::size_t>(l)
+                                           : 0;
+        auto value = [&](long long p) {
+          return p < plan.paths
+                     ? values[static_cast<std::size_t>(p) * static_cast<std::size_t>(per_path) +
+                              offset]
+                     : extended[static_cast<std::size_t>(p - plan.paths) *
+                                    static_cast<std::size_t>(per_extended) +
+                                ext_offset];
+        };
+        // Two passes in path order: the same sums whatever the number of threads.
+        double sum = 0.0;
+        for (long long p = 0; p < paths; ++p) sum += value(p);
+        const double mean = sum / n;
+        double ss = 0.0;
+        for (long long p = 0; p < paths; ++p) {
+          const double d = value(p) - mean;
+          ss += d * d;
+        }
+        r.dts.push_back(plan.span / static_cast<double>(1LL << (plan.first_level + l)));
+        r.errors.push_back(kind == error_kind::strong ? mean : std::abs(mean + weak_offsets[s]));
+        r.errors_stderr.push_back(std::sqrt(ss / (n - 1) / n));
+      }
+      std::vector<double> x, y, sigma;
+      bool positive = true, weighted = true;
+      for (int l = 0; l < plan.levels; ++l) {
+        const double e = r.errors[static_cast<std::size_t>(l)];
+        const double se = r.errors_stderr[static_cast<std::size_t>(l)];
+        if (!(e > 0) || !std::isfinite(e)) positive = false;
+        if (!(se > 0) || !std::isfinite(se)) weighted = false;
+        x.push_back(std::log(r.dts[static_cast<std::size_t>(l)]));
+        y.push_back(std::log(e));
+        sigma.push_back(se / e);
+      }
+      if (positive) {
+        r.fit = weighted ? fit_line_weighted(x, y, sigma) : fit_line(x, y);
+      } else {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        r.fit.slope = r.fit.slope_stderr = r.fit.ci_low = r.fit.ci_high = r.fit.intercept = nan;
+        r.fit.points = plan.levels;
+      }
+      r.expected = expected_order(r.scheme, kind, commutative_noise);
+      r.tolerance = kind == error_kind::strong ? opt.strong_tolerance : opt.weak_tolerance;
+      r.pass = std::abs(r.fit.slope - r.expected) <= r.tolerance;
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+// ---- the standard studies ----
+//
+// Choices common to all six: the weak functional is f(V) = ‖V‖²_F (a second moment, since EM
+// reproduces E[V_T] exactly on two of the problems), with u(t, ·) from analytic.hpp for the martingale
+// control of EM. Coefficients are moderate (drift and noise rates ≈ 0.5 per unit time) and the
+// coarsest level has at least 8 steps: with fewer, a path's error is a sum of a handful of
+// non-Gaussian terms and E‖e‖ does not yet scale like its root mean square (local slopes of Milstein
+// ≈ 0.86 from 4 to 8 steps). The levels are fine enough that higher-order terms are small against
+// the leading one: local slopes between the two coarsest levels are ≥ 0.92 (weak) and ≥ 0.95
+// (Milstein strong), so the fitted orders sit within a few hundredths of the theory.
+// Milstein-commutative on non-commutative noise needs the finest levels of all (its O(dt) remainder
+// competes with the O(dt^{1/2}) Lévy-area term; with dt ≈ 1/16 in the SDE's own time the fitted
+// slope is ≈ 0.53), hence the short horizons of those three problems. Path counts give slope
+// standard errors ≤ 0.01 (strong) and ≤ 0.02 (weak); the whole default run takes ~80 s of wall time
+// on 2 idle cores (~160 s of CPU time).
+
+namespace {
+
+/// f(V) = ‖V‖²_F = Σ_ab (V^{ab})² = vec(V)ᵀ I vec(V).
+functional frobenius_squared() {
+  return functional{"|V|_F^2", [](const matrix& v) { return v.squaredNorm(); }};
+}
+
+/// weak_value for f = ‖V‖²_F: u(t, ·) = sde.conditional_second_moment(I, T − t).
+template <class S>
+std::function<std::function<double(const matrix&)>(double)> frobenius_value(const S& sde, int m,
+                                                                            double t_end) {
+  return [sde, m, t_end](double t) {
+    const matrix id = matrix::Identity(m * m, m * m);
+    return std::function<double(const matrix&)>(
+        sde.conditional_second_moment(id, std::max(0.0, t_end - t)));
+  };
+}
+
+/// The weak functional, its exact expectation and u for a problem with second_moments().
+template <class S>
+void set_weak(convergence_problem<S>& cp) {
+  const int m = static_cast<int>(cp.prob.v0.rows());
+  cp.weak = frobenius_squared();
+  cp.weak_exact = cp.prob.sde.second_moments(cp.prob.v0, cp.prob.t_end - cp.prob.t0).trace();
+  cp.weak_value = frobenius_value(cp.prob.sde, m, cp.prob.t_end);
+}
+
+matrix sym2(double a, double b, double c) {
+  matrix v(2, 2);
+  v << a, b, b, c;
+  return v;
+}
+
+convergence_problem<analytic::gbm> gbm_problem() {
+  const analytic::gbm sde(analytic::gbm::params{0.5, 0.5});
+  convergence_problem<analytic::gbm> cp("gbm", {sde, matrix::Constant(1, 1, 1.0), 1.0, 0.0});
+  cp.description =
+      "scalar geometric Brownian motion dX = 0.5 X dt + 0.5 X dW, X0 = 1, T = 1 (m = 1, k = 1); "
+      "exact pathwise solution";
+  cp.commutative_noise = true;
+  cp.first_level = 4;
+  cp.levels = 6;
+  cp.paths = 10000;
+  cp.exact = [sde](const matrix& x0, const Eigen::Ref<const vector>& w, double s) {
+    return sde.exact(x0, w, s);
+  };
+  set_weak(cp);
+  return cp;
+}
+
+convergence_problem<analytic::hadamard_linear> hadamard_problem() {
+  vector alpha(3), beta1(3), beta2(3);
+  alpha << 0.25, 0.1, 0.2;
+  beta1 << 0.3, 0.2, -0.25;
+  beta2 << -0.2, 0.3, 0.15;
+  const analytic::hadamard_linear sde =
+      analytic::hadamard_linear::diagonal_lift(alpha, {beta1, beta2});
+  matrix v0(3, 3);
+  v0 << 1.0, 0.5, 0.2, 0.5, 1.0, 0.3, 0.2, 0.3, 1.0;
+  convergence_problem<analytic::hadamard_linear> cp("hadamard", {sde, v0, 1.0, 0.0});
+  cp.description =
+      "commuting linear noise dV = A∘V dt + Σ_j B_j∘V dW_j, m = 3, k = 2, the lift of diagonal "
+      "noise "
+      "(V stays PSD), T = 1; exact pathwise solution";
+  cp.commutative_noise = true;
+  cp.first_level = 4;
+  cp.levels = 6;
+  cp.paths = 10000;
+  cp.exact = [sde](const matrix& x0, const Eigen::Ref<const vector>& w, double s) {
+    return sde.exact(x0, w, s);
+  };
+  set_weak(cp);
+  return cp;
+}
+
+convergence_problem<analytic::lifted_linear> matrix_gbm_problem() {
+  // A = P diag(a) P⁻¹, B = P diag(b) P⁻¹ with a non-orthogonal P: commuting, not symmetric.
+  matrix p(2, 2);
+  p << 1.0, 0.5, 0.2, 1.0;
+  const matrix pinv = p.inverse();
+  vector a(2), b(2);
+  a << 0.25, -0.1;
+  b << 0.35, 0.2;
+  const analytic::lifted_linear sde(p * a.asDiagonal() * pinv, {p * b.asDiagonal() * pinv});
+  convergence_problem<analytic::lifted_linear> cp("matrix-gbm",
+                                                  {sde, sym2(1.0, 0.3, 0.8), 1.0, 0.0});
+  cp.description =
+      "matrix geometric Brownian motion V = X Xᵀ, dX = A X dt + B X dW, A and B commuting and not "
+      "symmetric, m = 2, k = 1, T = 1; exact pathwise solution";
+  cp.commutative_noise = true;
+  cp.first_level = 4;
+  cp.levels = 6;
+  cp.paths = 10000;
+  cp.exact = [sde](const matrix& x0, const Eigen::Ref<const vector>& w, double s) {
+    return sde.exact(x0, w, s);
+  };
+  set_weak(cp);
+  return cp;
+}
+
+convergence_problem<analytic::lifted_linear> noncommutative_problem() {
+  // B_1 = β diag(1, −1), B_2 = β [[0, 1], [1, 0]]: [B_2, B_1] = −2β² J (J the rotation generator),
+  // so the commutator field −2β² [J, V] is non-zero whenever V is not a multiple of I.
+  const double beta = 0.35;
+  matrix a(2, 2), b1(2, 2), b2(2, 2);
+  a << -0.1, 0.05, 0.0, -0.05;
+  b1 << beta, 0.0, 0.0, -beta;
+  b2 << 0.0, beta, beta, 0.0;
+  const analytic::lifted_linear sde(a, {b1, b2});
+  convergence_problem<analytic::lifted_linear> cp("noncommutative",
+                                                  {sde, sym2(1.0, 0.3, 0.6), 0.125, 0.0});
+  cp.description =
+      "V = X Xᵀ for dX = A X dt + Σ_j B_j X dW_j, B_1 = 0.35 diag(1, -1), B_2 = 0.35 [[0, 1], [1, "
+      "0]] "
+      "(non-commuting), m = 2, k = 2, T = 1/8; fine-grid Milstein reference";
+  cp.commutative_noise = false;
+  cp.first_level = 3;
+  cp.levels = 5;
+  cp.paths = 3000;
+  set_weak(cp);
+  return cp;
+}
+
+convergence_problem<analytic::linear_covariance> linear_covariance_problem() {
+  const analytic::linear_covariance sde;
+  convergence_problem<analytic::linear_covariance> cp("linear-covariance",
+                                                      {sde, sym2(1.0, 0.5, 1.0), 1.0 / 64.0, 0.0});
+  cp.description =
+      "linear covariance SDE dV = Σ_lin(V)^{1/2} dB, structured noise L W Lᵀ (SPEC §3), m = 2, k = "
+      "4, "
+      "T = 1/64; fine-grid Milstein reference";
+  cp.commutative_noise = false;
+  cp.first_level = 2;
+  cp.levels = 5;
+  cp.paths = 2000;
+  set_weak(cp);
+  return cp;
+}
+
+convergence_problem<analytic::wishart> wishart_problem() {
+  const analytic::wishart sde(4.0);
+  convergence_problem<analytic::wishart> cp("wishart", {sde, sym2(4.0, 1.0, 3.0), 0.5, 0.0});
+  cp.description =
+      "Wishart process dV = p I dt + L dB + dBᵀ Lᵀ, p = 4, m = 2, k = 4, T = 1/2; fine-grid "
+      "Milstein "
+      "reference";
+  cp.commutative_noise = false;
+  cp.first_level = 3;
+  cp.levels = 5;
+  cp.paths = 3000;
+  set_weak(cp);
+  return cp;
+}
+
+}  // namespace
+
+std::vector<convergence_study> standard_convergence_studies() {
+  return {make_convergence_study(gbm_problem()),
+          make_convergence_study(hadamard_problem()),
+          make_convergence_study(matrix_gbm_problem()),
+          make_convergence_study(noncommutative_problem()),
+          make_convergence_study(linear_covariance_problem()),
+          make_convergence_study(wishart_problem())};
+}
+
+// ---- output ----
+
+namespace {
+nlohmann::json number(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
+
+nlohmann::json numbers(const std::vector<double>& xs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const double x : xs) a.push_back(number(x));
+  return a;
+}
+}  // namespace
+
+std::string convergence_json(const std::vector<convergence_series>& series, int indent) {
+  nlohmann::json doc = nlohmann::json::array();
+  for (const convergence_series& s : series) {
+    nlohmann::json o;
+    o["problem"] = s.problem;
+    o["scheme"] = std::string(to_string(s.scheme));
+    o["kind"] = std::string(to_string(s.kind));
+    o["order"] = number(s.fit.slope);
+    o["stderr"] = number(s.fit.slope_stderr);
+    o["ci_low"] = number(s.fit.ci_low);
+    o["ci_high"] = number(s.fit.ci_high);
+    o["expected"] = s.expected;
+    o["tolerance"] = s.tolerance;
+    o["pass"] = s.pass;
+    o["paths"] = s.paths;
+    o["seed"] = s.seed;
+    o["dts"] = numbers(s.dts);
+    o["errors"] = numbers(s.errors);
+    o["errors_stderr"] = numbers(s.errors_stderr);
+    o["cone_exits"] = s.cone_exits;
+    o["reference"] = s.reference;
+    if (s.kind == error_kind::weak) o["functional"] = s.functional;
+    o["seconds"] = number(s.seconds);
+    doc.push_back(std::move(o));
+  }
+  return doc.dump(indent);
+}
+
+std::string convergence_table(const std::vector<convergence_series>& series) {
+  std::ostringstream out;
+  out << fmt::format("{:<18} {:<21} {:<6} {:>7} {:>7}  {:<17} {:>8}  {}\n", "problem", "scheme",
+                     "kind", "order", "stderr", "95% CI", "expected", "result");
+  for (const convergence_series& s : series) {
+    out << fmt::format(
+        "{:<18} {:<21} {:<6} {:>7.3f} {:>7.3f}  [{:>6.3f}, {:>6.3f}] {:>8.2f}  {}\n", s.problem,
+        to_string(s.scheme), to_string(s.kind), s.fit.slope, s.fit.slope_stderr, s.fit.ci_low,
+        s.fit.ci_high, s.expected,
+        s.pass ? "pass" : fmt::format("FAIL (|order - expected| > {})", s.tolerance));
+  }
+  return out.str();
+}
+
+}  // namespace ncsde

@@ -1,0 +1,66 @@
+# ctest driver for `ncsde convergence` (cmake -DNCSDE=<path to ncsde> -P convergence_cli.cmake):
+#  1. a small gbm run with --format json parses (CMake's own JSON parser) and every object has the
+#     documented fields, with as many errors as step sizes;
+#  2. bad command lines fail with exit code 2 and a message naming the flag and the value.
+if(NOT NCSDE)
+  message(FATAL_ERROR "pass -DNCSDE=<path to the ncsde program>")
+endif()
+
+execute_process(COMMAND "${NCSDE}" convergence --problem gbm --paths 200 --format json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ncsde convergence --problem gbm --paths 200 --format json failed (${rc}):\n${err}")
+endif()
+string(JSON count ERROR_VARIABLE json_error LENGTH "${out}")
+if(json_error)
+  message(FATAL_ERROR "the output is not a JSON array: ${json_error}\n${out}")
+endif()
+# gbm: em, milstein, milstein-commutative, each strong and weak.
+if(NOT count EQUAL 6)
+  message(FATAL_ERROR "expected 6 series for gbm, got ${count}")
+endif()
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  foreach(field problem scheme kind order stderr ci_low ci_high expected pass paths seed dts errors
+                errors_stderr cone_exits reference)
+    string(JSON type ERROR_VARIABLE json_error TYPE "${out}" ${i} ${field})
+    if(json_error)
+      message(FATAL_ERROR "series ${i} has no field '${field}': ${json_error}")
+    endif()
+  endforeach()
+  string(JSON problem GET "${out}" ${i} problem)
+  string(JSON kind GET "${out}" ${i} kind)
+  string(JSON paths GET "${out}" ${i} paths)
+  string(JSON order_type TYPE "${out}" ${i} order)
+  string(JSON n_errors LENGTH "${out}" ${i} errors)
+  string(JSON n_dts LENGTH "${out}" ${i} dts)
+  if(NOT problem STREQUAL "gbm" OR NOT (kind STREQUAL "strong" OR kind STREQUAL "weak") OR NOT paths EQUAL 200
+     OR NOT order_type STREQUAL "NUMBER" OR NOT n_errors EQUAL n_dts OR n_errors LESS 5)
+    message(FATAL_ERROR "series ${i} is malformed: problem=${problem} kind=${kind} paths=${paths} "
+                        "order is ${order_type}, ${n_errors} errors for ${n_dts} step sizes")
+  endif()
+endforeach()
+
+# expect_usage_error(<text the message must contain> <arguments...>)
+function(expect_usage_error text)
+  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2)
+    message(FATAL_ERROR "ncsde ${ARGN}: expected exit code 2, got ${rc}\n${err}")
+  endif()
+  string(FIND "${err}" "${text}" position)
+  if(position EQUAL -1)
+    message(FATAL_ERROR "ncsde ${ARGN}: the message does not contain '${text}':\n${err}")
+  endif()
+endfunction()
+
+expect_usage_error("not expected: --bogus" convergence --bogus)
+expect_usage_error("--paths: Value 0 not in range" convergence --paths 0)
+expect_usage_error("--threads: Value -1 not in range" convergence --threads -1)
+expect_usage_error("--levels: Value 2 not in range" convergence --levels 2)
+expect_usage_error("--scheme: rk4 not in" convergence --scheme rk4)
+expect_usage_error("--problem: nope not in" convergence --problem nope)
+expect_usage_error("--format: xml not in" convergence --format xml)
+expect_usage_error("--seed: must be a non-negative integer (got '-5')" convergence --seed -5)
+expect_usage_error("unknown command 'frobnicate'" frobnicate)
+expect_usage_error("A subcommand is required")
+expect_usage_error("nothing to measure" convergence --problem noncommutative --scheme milstein --kind weak)

@@ -1,0 +1,304 @@
+// The convergence engine (ncsde/convergence.hpp): its grid source, option checks, reproducibility,
+// the two weak estimators, the output, and small fixed-seed order measurements on the standard
+// problems (the full-precision study is the `validation` ctest convergence_full).
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ncsde/analytic.hpp"
+#include "ncsde/convergence.hpp"
+
+using ncsde::convergence_options;
+using ncsde::convergence_scheme;
+using ncsde::convergence_series;
+using ncsde::error_kind;
+using ncsde::matrix;
+using ncsde::vector;
+
+namespace {
+
+const ncsde::convergence_study& study(const std::string& name) {
+  static const std::vector<ncsde::convergence_study> studies =
+      ncsde::standard_convergence_studies();
+  const auto it =
+      std::find_if(studies.begin(), studies.end(), [&](const auto& s) { return s.name == name; });
+  REQUIRE(it != studies.end());
+  return *it;
+}
+
+const convergence_series& find(const std::vector<convergence_series>& rows, convergence_scheme s,
+                               error_kind k) {
+  const auto it = std::find_if(rows.begin(), rows.end(),
+                               [&](const auto& r) { return r.scheme == s && r.kind == k; });
+  REQUIRE(it != rows.end());
+  return *it;
+}
+
+convergence_options quick(long long paths, int levels = 0) {
+  convergence_options o;
+  o.paths = paths;
+  o.levels = levels;
+  o.seed = 2024;
+  o.progress = ncsde::progress_mode::off;
+  return o;
+}
+
+/// The noncommutative standard problem, rebuilt here so that its weak estimator can be switched.
+ncsde::convergence_problem<ncsde::analytic::lifted_linear> noncommutative(bool martingale) {
+  matrix a(2, 2), b1(2, 2), b2(2, 2), v0(2, 2);
+  a << -0.1, 0.05, 0.0, -0.05;
+  b1 << 0.35, 0.0, 0.0, -0.35;
+  b2 << 0.0, 0.35, 0.35, 0.0;
+  v0 << 1.0, 0.3, 0.3, 0.6;
+  const ncsde::analytic::lifted_linear sde(a, {b1, b2});
+  const double t = 0.5;
+  ncsde::convergence_problem<ncsde::analytic::lifted_linear> cp("nc", {sde, v0, t, 0.0});
+  cp.first_level = 3;
+  cp.levels = 3;
+  cp.weak = ncsde::functional{"|V|_F^2", [](const matrix& v) { return v.squaredNorm(); }};
+  cp.weak_exact = sde.second_moments(v0, t).trace();
+  if (martingale) {
+    cp.weak_value = [sde, t](double s) {
+      return std::function<double(const matrix&)>(
+          sde.conditional_second_moment(matrix::Identity(4, 4), std::max(0.0, t - s)));
+    };
+  } else {
+    cp.euler_weak = [sde, v0](double h, long long n) {
+      return sde.euler_second_moments(v0, h, n).trace();
+    };
+  }
+  return cp;
+}
+
+}  // namespace
+
+TEST_CASE("grid_brownian_source reads coarse steps off the grid and halves them exactly") {
+  const ncsde::brownian_grid grid(ncsde::random_stream(5, 0), 3, 16, 1.0 / 16, true);
+  const ncsde::grid_brownian_source source(grid, 4);
+  ncsde::noise_increment inc, expected, left, right;
+  source.increment(2, 0.25, true, inc);
+  grid.coarse_increment(2, 4, true, expected);
+  CHECK(inc.dw == expected.dw);
+  CHECK(inc.iterated == expected.iterated);
+  // Split node 1 (the whole step) into fine steps [8, 10) and [10, 12): the parent is their sum,
+  // and Chen's relation I = I_left + I_right + dw_left dw_rightᵀ holds to round-off (sums of O(h)
+  // terms).
+  source.split(inc, 2, 1, true, left, right);
+  CHECK(left.dt == 0.125);
+  CHECK(((left.dw + right.dw) - inc.dw).cwiseAbs().maxCoeff() <=
+        4 * std::numeric_limits<double>::epsilon());
+  const matrix chen = left.iterated + right.iterated + left.dw * right.dw.transpose();
+  CHECK((chen - inc.iterated).cwiseAbs().maxCoeff() <= 1e-15);
+  // Node 2 (the left half) splits into single fine steps; node 4 cannot be split any further.
+  source.split(left, 2, 2, true, left, right);
+  CHECK(left.dt == 0.0625);
+  CHECK_THROWS_WITH_AS(
+      source.split(left, 2, 4, true, left, right),
+      doctest::Contains("fine steps in the piece must be even and >= 2 (the grid cannot be "
+                        "refined further) (got 1)"),
+      ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::grid_brownian_source(grid, 5),
+                       doctest::Contains("ratio must be a divisor of the 16 fine steps (got 5)"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(source.increment(0, 0.3, false, inc),
+                       doctest::Contains("dt must be 4 fine steps"), ncsde::invalid_argument);
+}
+
+TEST_CASE("scheme names and expected orders") {
+  for (const convergence_scheme s : ncsde::all_convergence_schemes())
+    CHECK(ncsde::parse_convergence_scheme(ncsde::to_string(s)) == s);
+  CHECK_THROWS_WITH_AS(
+      ncsde::parse_convergence_scheme("rk4", "--scheme"),
+      doctest::Contains("--scheme must be one of em, milstein, milstein-commutative (got 'rk4')"),
+      ncsde::invalid_argument);
+  using ncsde::expected_order;
+  CHECK(expected_order(convergence_scheme::em, error_kind::strong, true) == 0.5);
+  CHECK(expected_order(convergence_scheme::milstein, error_kind::strong, false) == 1.0);
+  CHECK(expected_order(convergence_scheme::milstein_commutative, error_kind::strong, true) == 1.0);
+  CHECK(expected_order(convergence_scheme::milstein_commutative, error_kind::strong, false) == 0.5);
+  CHECK(expected_order(convergence_scheme::em, error_kind::weak, false) == 1.0);
+}
+
+TEST_CASE("bad convergence options are rejected, naming the option and the value") {
+  const auto& gbm = study("gbm");
+  convergence_options o = quick(1);
+  CHECK_THROWS_WITH_AS(
+      gbm.run(o), doctest::Contains("paths must be >= 2 (or 0 for the problem's default) (got 1)"),
+      ncsde::invalid_argument);
+  o = quick(100, 2);
+  CHECK_THROWS_WITH_AS(gbm.run(o), doctest::Contains("levels must be in [3, 16]"),
+                       ncsde::invalid_argument);
+  o = quick(100);
+  o.threads = -1;
+  CHECK_THROWS_WITH_AS(gbm.run(o),
+                       doctest::Contains("threads must be >= 0 (0: all cores) (got -1)"),
+                       ncsde::invalid_argument);
+  o = quick(100, 16);
+  o.first_level = 12;
+  CHECK_THROWS_WITH_AS(gbm.run(o), doctest::Contains("fine steps must be <= 2^24"),
+                       ncsde::invalid_argument);
+  o = quick(100);
+  o.schemes.clear();
+  CHECK_THROWS_WITH_AS(gbm.run(o), doctest::Contains("no scheme selected"),
+                       ncsde::invalid_argument);
+  o = quick(100);
+  o.strong = o.weak = false;
+  CHECK_THROWS_WITH_AS(gbm.run(o), doctest::Contains("neither strong nor weak"),
+                       ncsde::invalid_argument);
+  // A problem without a pathwise solution, without weak_value and without euler_weak cannot measure
+  // weak errors.
+  auto cp = noncommutative(false);
+  cp.euler_weak = nullptr;
+  CHECK_THROWS_WITH_AS(ncsde::run_convergence(cp, quick(10)),
+                       doctest::Contains("need the exact Euler"), ncsde::invalid_argument);
+}
+
+TEST_CASE("results are bit-identical for any number of threads") {
+  const auto& s = study("noncommutative");
+  convergence_options o = quick(24, 3);
+  std::vector<std::vector<convergence_series>> runs;
+  for (const int threads : {1, 2, 3}) {
+    o.threads = threads;
+    runs.push_back(s.run(o));
+  }
+  for (std::size_t r = 1; r < runs.size(); ++r) {
+    REQUIRE(runs[r].size() == runs[0].size());
+    for (std::size_t i = 0; i < runs[0].size(); ++i) {
+      CHECK(runs[r][i].errors == runs[0][i].errors);
+      CHECK(runs[r][i].errors_stderr == runs[0][i].errors_stderr);
+      CHECK(runs[r][i].cone_exits == runs[0][i].cone_exits);
+    }
+  }
+  // A different seed gives different paths.
+  o.seed = 7;
+  CHECK(s.run(o)[0].errors != runs[0][0].errors);
+}
+
+TEST_CASE("measured orders on the standard problems (small fixed-seed runs)") {
+  // Bands: strong ±0.1, weak ±0.2 around the theoretical order. The slopes' standard errors at
+  // these path counts are ≤ 0.03 (checked below, so that the band is at least 3 standard errors
+  // wide and a wrong scheme, off by ≥ 0.5 in order, cannot pass); the default run's full-precision
+  // study lives in the `validation` ctest.
+  auto check_order = [](const convergence_series& r, double band) {
+    CAPTURE(r.problem);
+    CAPTURE(ncsde::to_string(r.scheme));
+    CAPTURE(ncsde::to_string(r.kind));
+    CAPTURE(r.fit.slope);
+    CHECK(std::abs(r.fit.slope - r.expected) <= band);
+    CHECK(r.fit.slope_stderr < 0.03);
+  };
+  SUBCASE("gbm: EM strong 1/2, Milstein strong 1, EM and Milstein weak 1") {
+    const auto rows = study("gbm").run(quick(2000));
+    check_order(find(rows, convergence_scheme::em, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+    check_order(find(rows, convergence_scheme::milstein, error_kind::weak), 0.2);
+  }
+  SUBCASE("hadamard (commutative, k = 2): Milstein strong 1 with and without Lévy areas") {
+    const auto rows = study("hadamard").run(quick(1000));
+    check_order(find(rows, convergence_scheme::em, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::milstein_commutative, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+  }
+  SUBCASE("noncommutative: Milstein 1, without Lévy areas 1/2") {
+    const auto rows = study("noncommutative").run(quick(400));
+    check_order(find(rows, convergence_scheme::em, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::milstein_commutative, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+  }
+  SUBCASE("wishart (non-commutative, k = 4)") {
+    const auto rows = study("wishart").run(quick(300));
+    check_order(find(rows, convergence_scheme::em, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::milstein_commutative, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+  }
+  SUBCASE("linear covariance (structured noise, k = 4): Milstein 1, EM weak 1") {
+    convergence_options o = quick(200);
+    o.schemes = {convergence_scheme::milstein, convergence_scheme::em};
+    const auto rows = study("linear-covariance").run(o);
+    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
+    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+  }
+}
+
+TEST_CASE("the martingale control and the coupled EM control estimate the same weak error") {
+  // Both estimators are unbiased for E f(V^EM_dt) − E f(V_T), computed on the same paths; their
+  // difference at each level is within 5 (se₁ + se₂) (a bound on 5 standard deviations of the
+  // difference whatever their correlation). The martingale control's standard error must be far
+  // smaller: the coupled difference has variance O(dt) against the martingale estimator's O(dt²).
+  convergence_options o = quick(3000);
+  o.schemes = {convergence_scheme::em};
+  o.strong = false;
+  const auto mart = ncsde::run_convergence(noncommutative(true), o);
+  const auto coupled = ncsde::run_convergence(noncommutative(false), o);
+  REQUIRE(mart.size() == 1);
+  REQUIRE(coupled.size() == 1);
+  CHECK(coupled[0].paths == 3000);
+  for (std::size_t l = 0; l < mart[0].errors.size(); ++l) {
+    CAPTURE(l);
+    CHECK(std::abs(mart[0].errors[l] - coupled[0].errors[l]) <=
+          5 * (mart[0].errors_stderr[l] + coupled[0].errors_stderr[l]));
+    CHECK(mart[0].errors_stderr[l] * 5 < coupled[0].errors_stderr[l]);
+  }
+  // The coupled estimator's extra paths (weak_paths) are used for EM's weak series only.
+  o.weak_paths = 6000;
+  const auto more = ncsde::run_convergence(noncommutative(false), o);
+  CHECK(more[0].paths == 6000);
+  // Its first 3000 paths are the same as before: the estimate moves by a fraction of its error bar.
+  CHECK(std::abs(more[0].errors[0] - coupled[0].errors[0]) <= 5 * coupled[0].errors_stderr[0]);
+}
+
+TEST_CASE("Milstein weak errors are measured only against a pathwise exact solution") {
+  convergence_options o = quick(50, 3);
+  o.strong = false;
+  o.schemes = {convergence_scheme::milstein, convergence_scheme::milstein_commutative};
+  CHECK(study("noncommutative").run(o).empty());
+  const auto rows = study("gbm").run(o);
+  CHECK(rows.size() == 2);
+}
+
+TEST_CASE("a path that blows up stops the study with a clear message") {
+  // dX = 40 X dt: X_T ≈ e^{40} > 10^6 = the blow-up threshold of every scheme.
+  const ncsde::analytic::gbm sde(ncsde::analytic::gbm::params{40.0, 0.1});
+  ncsde::convergence_problem<ncsde::analytic::gbm> cp("exploding",
+                                                      {sde, matrix::Constant(1, 1, 1.0), 1.0, 0.0});
+  cp.levels = 3;
+  cp.exact = [sde](const matrix& x0, const Eigen::Ref<const vector>& w, double t) {
+    return sde.exact(x0, w, t);
+  };
+  cp.weak = ncsde::functional{"x", [](const matrix& v) { return v(0, 0); }};
+  CHECK_THROWS_WITH_AS(ncsde::run_convergence(cp, quick(4)),
+                       doctest::Contains("problem 'exploding', path 0, scheme em"),
+                       ncsde::evaluation_error);
+}
+
+TEST_CASE("JSON and table output") {
+  const auto rows = study("gbm").run(quick(200, 3));
+  const nlohmann::json doc = nlohmann::json::parse(ncsde::convergence_json(rows));
+  REQUIRE(doc.is_array());
+  CHECK(doc.size() == rows.size());
+  for (const auto& o : doc) {
+    for (const char* field :
+         {"problem", "scheme", "kind", "order", "stderr", "ci_low", "ci_high", "expected", "pass",
+          "paths", "seed", "dts", "errors", "errors_stderr", "cone_exits", "reference"})
+      CHECK_MESSAGE(o.contains(field), field);
+    CHECK(o["problem"] == "gbm");
+    CHECK(o["errors"].size() == 3);
+    CHECK(o["dts"][0].get<double>() == 1.0 / 16);
+    CHECK((o["kind"] == "strong" || o["kind"] == "weak"));
+  }
+  const std::string table = ncsde::convergence_table(rows);
+  CHECK(table.find("problem") == 0);
+  CHECK(table.find("95% CI") != std::string::npos);
+  // One line per series after the header.
+  CHECK(std::count(table.begin(), table.end(), '\n') == static_cast<long>(rows.size()) + 1);
+}

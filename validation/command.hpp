@@ -1,0 +1,28 @@
+#pragma once
+/// The subcommands of the `ncsde` program. A subcommand is one file defining a function that
+/// returns its `command`; main.cpp lists them (one line per subcommand).
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace ncsde::cli {
+
+/// Exit codes shared by all subcommands.
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failure =
+    1;  ///< the run failed, or (with --check) a result is out of tolerance
+inline constexpr int exit_usage = 2;  ///< bad command line or bad parameter values
+
+/// One `ncsde <name>` subcommand. setup() adds the options to the CLI11 subcommand `sub` and
+/// returns the action to run once the command line has been parsed (it returns the exit code).
+struct command {
+  std::string name;
+  std::string description;
+  std::function<std::function<int()>(CLI::App& sub)> setup;
+};
+
+/// `ncsde convergence`: measured strong and weak orders of the schemes (validation/convergence/).
+command convergence_command();
+
+}  // namespace ncsde::cli

@@ -1,0 +1,240 @@
+/// `ncsde convergence`: measured strong and weak orders of Euler–Maruyama and the Milstein schemes
+/// on the analytic test problems (ncsde/convergence.hpp, ncsde/analytic.hpp).
+///
+///   ncsde convergence [--problem NAME|all] [--scheme em|milstein|milstein-commutative|all]
+///                     [--kind strong|weak|all] [--paths N] [--seed S] [--threads T] [--levels L]
+///                     [--first-level F] [--format table|json] [--plots DIR] [--check] [--list]
+///
+/// table: one row per (problem, scheme, kind) with the fitted order, its standard error, the 95%
+/// CI, the expected order and pass/fail (|order − expected| ≤ tolerance). json: the array of
+/// convergence_json(). --plots DIR writes DIR/convergence.json and one PNG per problem through
+/// validation/plots/convergence_plot.py (/usr/bin/python3 with matplotlib). --check: exit 1 when
+/// some order is outside its tolerance.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "ncsde/convergence.hpp"
+
+extern char** environ;
+
+#ifndef NCSDE_PLOT_SCRIPT
+#error "NCSDE_PLOT_SCRIPT must name validation/plots/convergence_plot.py"
+#endif
+
+namespace ncsde::cli {
+namespace {
+
+constexpr const char* python = "/usr/bin/python3";
+
+struct convergence_args {
+  std::string problem = "all";
+  std::string scheme = "all";
+  std::string kind = "all";
+  std::string format = "table";
+  std::string plots;
+  long long paths = 0;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  int levels = 0;
+  int first_level = -1;
+  double strong_tolerance = 0.05;
+  double weak_tolerance = 0.1;
+  bool check = false;
+  bool list = false;
+};
+
+/// A decimal integer in [0, 2^64): CLI11 would otherwise wrap "-5" around to 2^64 − 5.
+const CLI::Validator non_negative_integer(
+    [](std::string& text) -> std::string {
+      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+        return "must be a non-negative integer (got '" + text + "')";
+      return {};
+    },
+    "NONNEGATIVE", "non-negative integer");
+
+enum class child_output { discard, to_stderr };
+
+/// Runs argv[0] with the arguments (no shell, so no quoting issues) with its stdout discarded or
+/// sent to our stderr (stdout may carry JSON); returns its exit status, or −1 when it could not be
+/// started or did not exit normally.
+int run_process(const std::vector<std::string>& args, child_output output) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (output == child_output::discard) {
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  } else {
+    posix_spawn_file_actions_adddup2(&actions, 2, 1);
+  }
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+int run_convergence_command(const convergence_args& a) {
+  const std::vector<convergence_study> studies = standard_convergence_studies();
+  if (a.list) {
+    for (const convergence_study& s : studies)
+      std::cout << fmt::format("{:<18} {}\n", s.name, s.description);
+    return exit_ok;
+  }
+
+  const std::filesystem::path script(NCSDE_PLOT_SCRIPT);
+  if (!a.plots.empty()) {
+    // Fail before the (long) run, not after it.
+    if (run_process({python, "-c", "import matplotlib"}, child_output::discard) != 0) {
+      std::fprintf(stderr,
+                   "ncsde convergence: --plots needs %s with matplotlib (Debian: apt-get install "
+                   "python3-matplotlib); it is missing or fails to import\n",
+                   python);
+      return exit_failure;
+    }
+    if (!std::filesystem::is_regular_file(script)) {
+      std::fprintf(stderr, "ncsde convergence: --plots: the plot script %s does not exist\n",
+                   script.c_str());
+      return exit_failure;
+    }
+  }
+
+  convergence_options opt;
+  opt.seed = a.seed;
+  opt.paths = a.paths;
+  opt.threads = a.threads;
+  opt.levels = a.levels;
+  opt.first_level = a.first_level;
+  opt.strong_tolerance = a.strong_tolerance;
+  opt.weak_tolerance = a.weak_tolerance;
+  if (a.scheme != "all") opt.schemes = {parse_convergence_scheme(a.scheme, "--scheme")};
+  opt.strong = a.kind != "weak";
+  opt.weak = a.kind != "strong";
+
+  const bool table = a.format == "table";
+  std::vector<convergence_series> all;
+  for (const convergence_study& s : studies) {
+    if (a.problem != "all" && a.problem != s.name) continue;
+    std::vector<convergence_series> rows = s.run(opt);
+    if (rows.empty()) continue;  // e.g. Milstein weak errors on a problem without exact solution
+    if (table) {
+      // Rows are printed problem by problem as they finish; the header only once.
+      const std::string text = convergence_table(rows);
+      std::cout << (all.empty() ? text : text.substr(text.find('\n') + 1)) << std::flush;
+      std::cerr << fmt::format(
+          "  [{}: {} paths, seed {}, {} levels dt = {:.4g} .. {:.4g}, {:.1f} s]\n", s.name,
+          rows.front().paths, rows.front().seed, rows.front().dts.size(), rows.front().dts.front(),
+          rows.front().dts.back(), rows.front().seconds);
+    }
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  if (all.empty()) {
+    std::fprintf(
+        stderr,
+        "ncsde convergence: nothing to measure: weak errors of the Milstein schemes are measured "
+        "only on problems with a pathwise exact solution (gbm, hadamard, matrix-gbm)\n");
+    return exit_usage;
+  }
+  if (!table) std::cout << convergence_json(all) << '\n';
+
+  if (!a.plots.empty()) {
+    const std::filesystem::path dir(a.plots);
+    std::filesystem::create_directories(dir);
+    const std::filesystem::path json = dir / "convergence.json";
+    {
+      std::ofstream out(json);
+      out << convergence_json(all) << '\n';
+      if (!out) {
+        std::fprintf(stderr, "ncsde convergence: cannot write %s\n", json.c_str());
+        return exit_failure;
+      }
+    }
+    const int rc = run_process({python, script.string(), json.string(), dir.string()},
+                               child_output::to_stderr);
+    if (rc != 0) {
+      std::fprintf(stderr, "ncsde convergence: the plot script failed (exit status %d): %s %s %s\n",
+                   rc, python, script.c_str(), json.c_str());
+      return exit_failure;
+    }
+  }
+
+  if (a.check) {
+    long long failed = 0;
+    for (const convergence_series& s : all) failed += s.pass ? 0 : 1;
+    if (failed > 0) {
+      std::fprintf(stderr, "ncsde convergence: %lld of %zu orders are outside their tolerance\n",
+                   failed, all.size());
+      return exit_failure;
+    }
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+command convergence_command() {
+  command c;
+  c.name = "convergence";
+  c.description =
+      "Measure strong and weak convergence orders of the schemes on analytic test problems";
+  c.setup = [](CLI::App& sub) -> std::function<int()> {
+    auto a = std::make_shared<convergence_args>();
+    std::vector<std::string> problems{"all"};
+    for (const convergence_study& s : standard_convergence_studies()) problems.push_back(s.name);
+    sub.add_option("--problem", a->problem, "Test problem (see --list)")
+        ->check(CLI::IsMember(problems))
+        ->capture_default_str();
+    sub.add_option("--scheme", a->scheme, "Scheme")
+        ->check(CLI::IsMember({"em", "milstein", "milstein-commutative", "all"}))
+        ->capture_default_str();
+    sub.add_option("--kind", a->kind, "Error kind")
+        ->check(CLI::IsMember({"strong", "weak", "all"}))
+        ->capture_default_str();
+    sub.add_option("--paths", a->paths,
+                   "Monte Carlo paths per problem (default: each problem's own)")
+        ->check(CLI::Range(2LL, 1'000'000'000LL));
+    sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
+        ->check(non_negative_integer)
+        ->capture_default_str();
+    sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
+        ->check(CLI::Range(0, 4096))
+        ->capture_default_str();
+    sub.add_option("--levels", a->levels,
+                   "Number of step sizes dt = T/2^l (default: each problem's own)")
+        ->check(CLI::Range(3, 16));
+    sub.add_option("--first-level", a->first_level,
+                   "Coarsest step dt = T/2^first-level (default: each problem's own)")
+        ->check(CLI::Range(0, 20));
+    sub.add_option("--format", a->format, "Output format")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    sub.add_option("--plots", a->plots,
+                   "Write convergence.json and one PNG per problem into this directory");
+    sub.add_option("--strong-tolerance", a->strong_tolerance, "Pass band of strong orders")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    sub.add_option("--weak-tolerance", a->weak_tolerance, "Pass band of weak orders")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    sub.add_flag("--check", a->check, "Exit with status 1 when an order is outside its tolerance");
+    sub.add_flag("--list", a->list, "List the problems and exit");
+    return [a]() { return run_convergence_command(*a); };
+  };
+  return c;
+}
+
+}  // namespace ncsde::cli

@@ -1,0 +1,73 @@
+/// The `ncsde` command-line program: `ncsde <subcommand> [options]`, one subcommand per file
+/// (command.hpp). Exit codes: 0 success, 1 run failure, 2 bad command line or parameter values.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "command.hpp"
+#include "ncsde/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace ncsde::cli;
+  const std::vector<command> commands{
+      convergence_command(),
+  };
+
+  CLI::App app{"ncsde: stochastic numerics for matrix-valued SDEs dV = b(t,V) dt + G(t,V) dW",
+               "ncsde"};
+  app.require_subcommand(1, 1);
+  std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
+  for (const command& c : commands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.description);
+    actions.emplace_back(sub, c.setup(*sub));
+  }
+
+  // An unknown first word is a mistyped command, not a missing one: say so.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const command& c : commands) {
+      known = known || c.name == argv[1];
+      names += (names.empty() ? "" : ", ") + c.name;
+    }
+    if (!known) {
+      std::fprintf(stderr, "ncsde: error: unknown command '%s' (commands: %s)\n", argv[1],
+                   names.c_str());
+      return exit_usage;
+    }
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr,
+                 "ncsde: error: %s\nRun 'ncsde --help' or 'ncsde <command> --help' for usage.\n",
+                 e.what());
+    return exit_usage;
+  }
+
+  for (auto& [sub, action] : actions) {
+    if (!sub->parsed()) continue;
+    try {
+      return action();
+    } catch (const ncsde::invalid_argument& e) {
+      std::fprintf(stderr, "ncsde %s: error: %s\n", sub->get_name().c_str(), e.what());
+      return exit_usage;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ncsde %s: failed: %s\n", sub->get_name().c_str(), e.what());
+      return exit_failure;
+    }
+  }
+  return exit_usage;  // require_subcommand(1) makes this unreachable
+}
