@@ -286,8 +286,8 @@ std::vector<convergence_series> summarize_convergence(
 // Milstein-commutative on non-commutative noise needs the finest levels of all (its O(dt) remainder
 // competes with the O(dt^{1/2}) Lévy-area term; with dt ≈ 1/16 in the SDE's own time the fitted
 // slope is ≈ 0.53), hence the short horizons of those three problems. Path counts give slope
-// standard errors ≤ 0.01 (strong) and ≤ 0.02 (weak); the whole default run takes ~80 s of wall time
-// on 2 idle cores (~160 s of CPU time).
+// standard errors ≤ 0.01 (strong) and ≤ 0.02 (weak); the whole default run takes ≈ 180 s of CPU
+// time (about 1.5 minutes of wall time on 2 idle cores).
 
 namespace {
 
