@@ -1,4 +1,5 @@
 #include "ncsde/error.hpp"
+#include "ncsde/steppers/detail.hpp"
 
 #include <atomic>
 #include <cstdio>
@@ -32,3 +33,11 @@ void assert_failed(const char* file, int line, const char* condition, const char
 }  // namespace detail
 
 }  // namespace ncsde
+
+namespace ncsde::detail {
+void ncsde_noise_dimension_error(std::string_view where, int k, int expected, int m) {
+  throw invalid_argument(fmt::format(
+      "{}: noise increment has dimension {} but the problem's noise_dimension(m = {}) is {}", where, k,
+      m, expected));
+}
+}  // namespace ncsde::detail

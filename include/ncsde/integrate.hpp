@@ -168,8 +168,8 @@ class path_integrator {
       m_stepper.do_step(m_sde, m_trial, t, inc);
     } catch (const non_finite_coefficient& e) {
       throw evaluation_error(fmt::format(
-          "integrate: the {} returned a non-finite value at path {}, step {}, t = {} (max |V| = {:.6g})",
-          e.which, m_path, grid_step, t, r.v.cwiseAbs().maxCoeff()));
+          "integrate: the {} returned {} at path {}, step {}, t = {} (max |V| = {:.6g})", e.which,
+          e.what, m_path, grid_step, t, r.v.cwiseAbs().maxCoeff()));
     }
     // Symmetric by construction; make round-off asymmetry of user coefficients exact.
     m_trial = (0.5 * (m_trial + m_trial.transpose())).eval();

@@ -361,9 +361,8 @@ class odeint_stepper {
       m_stepper.do_step(sde, v, t, m_inc);
     } catch (const detail::non_finite_coefficient& e) {
       throw evaluation_error(
-          fmt::format("odeint_stepper: the {} returned a non-finite value at step {}, t = {} "
-                      "(max |V| = {:.6g})",
-                      e.which, n, t, v.cwiseAbs().maxCoeff()));
+          fmt::format("odeint_stepper: the {} returned {} at step {}, t = {} (max |V| = {:.6g})",
+                      e.which, e.what, n, t, v.cwiseAbs().maxCoeff()));
     }
     v = (0.5 * (v + v.transpose())).eval();
   }

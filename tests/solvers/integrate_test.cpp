@@ -489,6 +489,60 @@ TEST_CASE("integrate: a non-finite coefficient is an evaluation_error naming pat
                        ncsde::evaluation_error);
 }
 
+namespace {
+/// Returns coefficients of the wrong size (drift or noise), or declares one noise dimension while
+/// reading another: problem defects the steppers must report, never undefined behaviour.
+struct misshapen_sde {
+  bool bad_drift = false;
+  int declared_k = 2;
+  int noise_dimension(int) const { return declared_k; }
+  void drift(const matrix& v, matrix& out, double) const {
+    out = bad_drift ? matrix::Zero(v.rows() + 1, v.cols() + 1) : matrix::Zero(v.rows(), v.cols());
+  }
+  void diffusion(const matrix& v, const vector& xi, matrix& out, double) const {
+    out = bad_drift ? matrix::Zero(v.rows(), v.cols()) : matrix::Zero(1, 1);
+    if (!bad_drift) return;
+    out.setIdentity(v.rows(), v.cols());
+    out *= xi(0);
+  }
+};
+}  // namespace
+
+TEST_CASE("integrate: a coefficient of the wrong size is an evaluation_error with the sizes") {
+  integrate_options opt;
+  opt.dt = 0.1;
+  ncsde::euler_maruyama<> em;
+  ncsde::milstein<> mil;
+  problem<misshapen_sde> drift{misshapen_sde{true, 2}, matrix::Identity(2, 2), 1.0};
+  CHECK_THROWS_WITH_AS((void)ncsde::integrate(em, drift, opt, 4, 2),
+                       doctest::Contains("the drift returned a 3x3 matrix for a 2x2 state at path 2, step 0"),
+                       ncsde::evaluation_error);
+  CHECK_THROWS_WITH_AS((void)ncsde::integrate(mil, drift, opt, 4, 2),
+                       doctest::Contains("the drift returned a 3x3 matrix for a 2x2 state"),
+                       ncsde::evaluation_error);
+  problem<misshapen_sde> noise{misshapen_sde{false, 2}, matrix::Identity(2, 2), 1.0};
+  CHECK_THROWS_WITH_AS((void)ncsde::integrate(em, noise, opt, 4, 0),
+                       doctest::Contains("the noise map returned a 1x1 matrix for a 2x2 state at path 0, step 0"),
+                       ncsde::evaluation_error);
+}
+
+TEST_CASE("steppers: an increment whose dimension is not noise_dimension(m) is rejected") {
+  const misshapen_sde sde{true, 3};
+  matrix v = matrix::Identity(2, 2);
+  ncsde::noise_increment inc;
+  inc.dt = 0.1;
+  inc.dw = vector::Zero(2);
+  ncsde::euler_maruyama<> em;
+  CHECK_THROWS_WITH_AS(em.do_step(sde, v, 0.0, inc),
+                       "euler_maruyama: noise increment has dimension 2 but the problem's "
+                       "noise_dimension(m = 2) is 3",
+                       ncsde::invalid_argument);
+  ncsde::milstein_commutative<> mc;
+  CHECK_THROWS_WITH_AS(mc.do_step(sde, v, 0.0, inc), doctest::Contains("milstein: noise increment has dimension 2"),
+                       ncsde::invalid_argument);
+  CHECK(v == matrix::Identity(2, 2));  // the state is untouched by a rejected step
+}
+
 TEST_CASE("integrate: Milstein gets each step's iterated integrals from the path's stream") {
   support::quadratic_noise_with_derivative sde;
   sde.a = 0.1 * support::random_symmetric(2, 11);

@@ -20,12 +20,13 @@ class euler_maruyama {
   template <class S>
     requires Sde<S, State>
   void do_step(const S& sde, State& v, double t, const noise_increment& inc) {
+    detail::require_noise_dimension(sde, v, inc.dimension(), "euler_maruyama");
     detail::resize_like(m_drift, v);
     detail::resize_like(m_noise, v);
     sde.drift(v, m_drift, t);
-    detail::require_finite(m_drift, "drift");
+    detail::require_finite(m_drift, v, "drift");
     sde.diffusion(v, inc.dw, m_noise, t);  // inc.dw carries variance dt
-    detail::require_finite(m_noise, "noise map");
+    detail::require_finite(m_noise, v, "noise map");
     v += inc.dt * m_drift + m_noise;
   }
 

@@ -36,14 +36,15 @@ class milstein_base {
   void do_step(const S& sde, State& v, double t, const noise_increment& inc) {
     const double h = inc.dt;
     const int k = inc.dimension();
+    require_noise_dimension(sde, v, k, "milstein");
     resize_like(m_drift, v);
     resize_like(m_noise, v);
     resize_like(m_term, v);
     resize_like(m_work, v);
     sde.drift(v, m_drift, t);
-    require_finite(m_drift, "drift");
+    require_finite(m_drift, v, "drift");
     sde.diffusion(v, inc.dw, m_noise, t);
-    require_finite(m_noise, "noise map");
+    require_finite(m_noise, v, "noise map");
 
     // The iterated integrals actually used (rows I_(j,·)).
     if constexpr (Commutative) {
@@ -70,7 +71,7 @@ class milstein_base {
       for (int j = 0; j < k; ++j) {
         m_row = iterated.row(j).transpose();
         sde.diffusion_derivative(v, m_columns[j], m_row, m_work, t);
-        require_finite(m_work, "noise map derivative");
+        require_finite(m_work, v, "noise map derivative");
         m_term += m_work;
       }
     } else {
@@ -81,7 +82,7 @@ class milstein_base {
         m_support = v + h * m_drift + sqrt_h * m_columns[j];
         m_row = iterated.row(j).transpose();
         sde.diffusion(m_support, m_row, m_work, t);
-        require_finite(m_work, "noise map");
+        require_finite(m_work, v, "noise map");
         m_term += m_work;
       }
       m_row = iterated.colwise().sum().transpose();
