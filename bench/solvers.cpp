@@ -9,6 +9,7 @@
 #include "ncsde/noise.hpp"
 #include "ncsde/random.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/symmetric.hpp"
 
 namespace {
 
@@ -74,11 +75,9 @@ struct structured_linear {
 struct dense_linear {
   void drift(const ncsde::matrix& v, ncsde::matrix& out, double) const { out.setZero(v.rows(), v.cols()); }
   void covariance(const ncsde::matrix& v, ncsde::matrix& sigma, double) const {
-    const int m = static_cast<int>(v.rows());
-    for (int a = 0, i = 0; a < m; ++a)
-      for (int b = a; b < m; ++b, ++i)
-        for (int c = 0, j = 0; c < m; ++c)
-          for (int d = c; d < m; ++d, ++j) sigma(i, j) = v(a, c) * v(b, d) + v(a, d) * v(b, c);
+    ncsde::fill_packed_covariance(static_cast<int>(v.rows()), sigma, [&](int a, int b, int c, int d) {
+      return v(a, c) * v(b, d) + v(a, d) * v(b, c);
+    });
   }
 };
 

@@ -5,13 +5,8 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$repo_root/scripts/build.sh"
 
-(
-  cd "$repo_root"
-  bash scripts/install-deps.sh
-  cmake --preset default
-  cmake --build --preset default
-)
 # Without arguments: the default study, with its table on stdout and one PNG per problem in out/convergence.
 if [[ $# -eq 0 ]]; then
   set -- --plots "$repo_root/out/convergence"

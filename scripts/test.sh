@@ -4,9 +4,6 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$repo_root/scripts/build.sh"
 cd "$repo_root"
-
-bash scripts/install-deps.sh
-cmake --preset default
-cmake --build --preset default
 ctest --preset unit

@@ -510,15 +510,9 @@ void linear_covariance::diffusion_derivative(const matrix& v, const matrix& h, c
 }
 
 void linear_covariance::covariance(const matrix& v, matrix& sigma, double) const {
-  const int m = static_cast<int>(v.rows());
-  const int kk = packed_size(m);
-  sigma.resize(kk, kk);
-  for (int a = 0; a < m; ++a)
-    for (int b = a; b < m; ++b)
-      for (int c = 0; c < m; ++c)
-        for (int d = c; d < m; ++d)
-          sigma(packed_index(a, b, m), packed_index(c, d, m)) =
-              v(a, c) * v(b, d) + v(a, d) * v(b, c);
+  fill_packed_covariance(static_cast<int>(v.rows()), sigma, [&](int a, int b, int c, int d) {
+    return v(a, c) * v(b, d) + v(a, d) * v(b, c);
+  });
 }
 
 matrix linear_covariance::second_moments(const matrix& v0, double t) const {
@@ -600,16 +594,10 @@ void wishart::diffusion_derivative(const matrix& v, const matrix& h, const vecto
 }
 
 void wishart::covariance(const matrix& v, matrix& sigma, double) const {
-  const int m = static_cast<int>(v.rows());
-  const int kk = packed_size(m);
-  sigma.resize(kk, kk);
-  for (int a = 0; a < m; ++a)
-    for (int b = a; b < m; ++b)
-      for (int c = 0; c < m; ++c)
-        for (int d = c; d < m; ++d)
-          sigma(packed_index(a, b, m), packed_index(c, d, m)) =
-              (b == d ? v(a, c) : 0.0) + (b == c ? v(a, d) : 0.0) + (a == d ? v(b, c) : 0.0) +
-              (a == c ? v(b, d) : 0.0);
+  fill_packed_covariance(static_cast<int>(v.rows()), sigma, [&](int a, int b, int c, int d) {
+    return (b == d ? v(a, c) : 0.0) + (b == c ? v(a, d) : 0.0) + (a == d ? v(b, c) : 0.0) +
+           (a == c ? v(b, d) : 0.0);
+  });
 }
 
 matrix wishart::exact_in_law(const matrix& x0, const matrix& w) {

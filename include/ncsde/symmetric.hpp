@@ -15,6 +15,19 @@ constexpr int packed_size(int m) { return m * (m + 1) / 2; }
 /// Position of (a, b), a ≤ b (0-indexed), in the packed row-major upper triangle.
 constexpr int packed_index(int a, int b, int m) { return a * m - a * (a - 1) / 2 + (b - a); }
 
+/// Fills the K×K dense covariance operator over packed pairs (K = m(m+1)/2):
+///   sigma(packed_index(a,b), packed_index(c,d)) = entry(a, b, c, d) for a ≤ b, c ≤ d (0-indexed),
+/// where entry returns Σ^{ab,cd} = Cov(dV^{ab}, dV^{cd}) / dt. For CovarianceSde::covariance.
+template <class Entry>
+void fill_packed_covariance(int m, matrix& sigma, Entry&& entry) {
+  const int kk = packed_size(m);
+  sigma.resize(kk, kk);
+  for (int a = 0, i = 0; a < m; ++a)
+    for (int b = a; b < m; ++b, ++i)
+      for (int c = 0, j = 0; c < m; ++c)
+        for (int d = c; d < m; ++d, ++j) sigma(i, j) = entry(a, b, c, d);
+}
+
 /// out[packed_index(a,b)] = v(a,b) for a ≤ b.
 void pack_upper(const matrix& v, Eigen::Ref<vector> out);
 /// Inverse of pack_upper: a symmetric matrix from its packed upper triangle.
