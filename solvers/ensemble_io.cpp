@@ -63,6 +63,17 @@ void write_csv(const ensemble_result& r, std::ostream& out) {
   }
 }
 
+void write_saved_csv(const ensemble_result& r, std::ostream& out) {
+  out << "path,t" << entry_names(r.m) << '\n';
+  for (const path_record& rec : r.records)
+    for (std::size_t j = 0; j < rec.saved.size(); ++j) {
+      out << rec.path << ',' << fmt::format("{:.17g}", r.save_times[j]);
+      for (Eigen::Index i = 0; i < rec.saved[j].size(); ++i)
+        out << ',' << fmt::format("{:.17g}", rec.saved[j](i));
+      out << '\n';
+    }
+}
+
 std::string summary_json(const ensemble_result& r, int indent) {
   json j;
   j["scheme"] = r.scheme;

@@ -48,7 +48,7 @@ struct ensemble_options {
   std::uint64_t seed = 0;
   long long paths = 1000;
   int threads = 0;           ///< 0: all hardware threads
-  bool keep_paths = false;   ///< keep every path's final state (needed for CSV output)
+  bool keep_paths = false;   ///< keep every path's final and saved states (needed for CSV output)
   std::vector<functional> functionals;
   std::vector<double> quantile_levels{0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99};
   progress_mode progress = progress_mode::automatic;  ///< automatic: on when stderr is a terminal
@@ -60,6 +60,8 @@ struct path_record {
   path_status status = path_status::completed;
   double t_stop = 0.0;
   vector packed;  ///< upper triangle of V at t_stop, row-major
+  /// Upper triangle of V at save_times[j], j < saved.size() (fewer when the path stopped earlier).
+  std::vector<vector> saved;
 };
 
 struct functional_summary {
@@ -231,6 +233,8 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
               rec.packed = packed;
             else
               pack_upper(r.v, rec.packed);
+            rec.saved.assign(r.saved.size(), vector(K));
+            for (std::size_t j = 0; j < r.saved.size(); ++j) pack_upper(r.saved[j], rec.saved[j]);
           }
         } catch (...) {
           // Finish the block (lower-numbered paths' errors must all be seen), stop claiming more.

@@ -12,6 +12,10 @@ namespace ncsde {
 /// (round-trip exact); a blown-up path's non-finite entries are written as inf / nan.
 void write_csv(const ensemble_result& r, std::ostream& out);
 
+/// The saved states in long form: header `path,t,V11,V12,…,Vmm`, one row per path and save time the
+/// path reached (requires keep_paths and save_times), for sample paths such as ρ_t.
+void write_saved_csv(const ensemble_result& r, std::ostream& out);
+
 /// The summary as a JSON document: run parameters, counts and fractions (with standard errors),
 /// explosion-time quantiles, cone-event counters, mean and covariance of the packed terminal state over
 /// completed paths, per-save-time moments, and functional quantiles. Non-finite numbers become null,
