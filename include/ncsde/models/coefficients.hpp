@@ -1,0 +1,90 @@
+#pragma once
+/// Building blocks of the neural covariance SDEs (SPEC.md §2.1 and §3): drifts, dense diffusion
+/// operators Σ over packed pairs, and the structured O(m³) noise samplers that reproduce them.
+///
+/// Conventions: V is a symmetric m×m matrix; tokens are 0-indexed here, so the token a (0-indexed)
+/// of the causal formulas has k_a = a + 1 keys. P = I − (1/m) 1 1ᵀ; P_a is the centring projector
+/// on tokens 0..a extended by zeros (P_0 = 0, P_{m−1} = P). Σ is the K×K matrix over the K =
+/// m(m+1)/2 pairs a ≤ b in ncsde::packed_index order with entries Σ^{ab,cd} (no √2 weighting). None
+/// of these functions include the architecture factors γ², γ⁴, k_lin, k_att (models/shaped.hpp).
+/// Inputs are not validated (hot paths): sizes are checked with NCSDE_ASSERT only.
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <Eigen/Eigenvalues>
+
+#include "ncsde/concepts.hpp"
+
+namespace ncsde::models {
+
+/// ReLU drift  b_ReLU^{ab} = ν(ρ^{ab}) √(V^{aa}V^{bb}),
+///   ν(ρ) = ((c₊ − c₋)²/(2π)) (√(1 − ρ²) − ρ arccos ρ),  ρ^{ab} = V^{ab}/√(V^{aa}V^{bb}).
+/// ρ is clipped to [−1, 1] and max(V^{aa}, 0) is used under the square root, so the result is
+/// finite for every finite V (at |ρ| → 1 too). The diagonal is exactly 0 (ν(1) = 0). Homogeneous of
+/// degree 1.
+void b_relu(const matrix& v, double c_plus, double c_minus, matrix& out);
+
+/// Full-attention drift without γ²:
+///   u = ½ [diag(PVP) − (tr(PVP)/m) 1],
+///   b_att = (1/τ₀²) [ (diag(V)(Vu)ᵀ + (Vu)diag(V)ᵀ)/m + (tr(PVPV)/m²) V ].
+/// Homogeneous of degree 3; xᵀ b_att x = 0 when Vx = 0. Cost O(m²) plus one matrix-vector product.
+void b_att(const matrix& v, double tau0, matrix& out);
+
+/// Causal-attention drift without γ² (0-indexed tokens, k_a = a + 1):
+///   b_causal = (1/τ₀²) [E + Eᵀ + D_κ⁻¹ (V∘T) D_κ⁻¹],  E = D_κ⁻¹ Diag(V) U V,  D_κ = diag(k_0, …,
+///   k_{m−1}),
+/// U's row a is u_aᵀ = ½ [diag(P_a V P_a) − (tr(P_a V P_a)/k_a) 1_{≤a}]ᵀ and T^{ab} = tr(P_a V P_b
+/// V), evaluated through prefix sums: T^{ab} = Q2^{ab} − S2^{ab}/k_b − S2^{ba}/k_a + (Π^{ab})²/(k_a
+/// k_b) with Π^{ab} = Σ_{i≤a,j≤b} V^{ij}, Q2^{ab} = Σ_{i≤a,j≤b} (V^{ij})², R^{ib} = Σ_{j≤b} V^{ij},
+/// S2^{ab} = Σ_{i≤a} (R^{ib})². Cost O(m³) (the product U V). Entries (0,0) and (0,1) are exactly
+/// 0.
+void b_causal(const matrix& v, double tau0, matrix& out);
+
+/// Σ_lin^{ab,cd} = V^{ac}V^{bd} + V^{ad}V^{bc} (K×K). Homogeneous of degree 2.
+void sigma_lin(const matrix& v, matrix& sigma);
+
+/// Σ_att^{ab,cd} = (1/(m²τ₀²)) [V^{ac}Φ^{bd} + V^{ad}Φ^{bc} + V^{bc}Φ^{ad} + V^{bd}Φ^{ac}],  Φ =
+/// VPVPV (K×K, without γ⁴). Homogeneous of degree 4.
+void sigma_att(const matrix& v, double tau0, matrix& sigma);
+
+/// Σ_causal^{ab,cd} = (1/τ₀²) [ (V^{ac}/(k_a k_c)) Φ_{ac}^{bd} + (V^{ad}/(k_a k_d)) Φ_{ad}^{bc}
+///                              + (V^{bc}/(k_b k_c)) Φ_{bc}^{ad} + (V^{bd}/(k_b k_d)) Φ_{bd}^{ac}
+///                              ],
+/// Φ_{ac} = V P_a V P_c V (K×K, without γ⁴). Dense reference: O(m⁵) time, O(m⁴) memory.
+void sigma_causal(const matrix& v, double tau0, matrix& sigma);
+
+/// Linear noise N_lin = L W Lᵀ, W = (G + Gᵀ)/√2, evaluated as (M + Mᵀ)/√2 with M = L G Lᵀ (exactly
+/// symmetric). With G iid N(0, 1) and L Lᵀ = V, Cov(N_lin) = Σ_lin for any such factor L.
+void noise_lin(const matrix& l, const Eigen::Ref<const matrix>& g, matrix& out);
+
+/// Attention noise N_att = (1/(mτ₀)) (ζPV + VPζᵀ), ζ = L Z Lᵀ. Cov(N_att) = Σ_att for any L with
+/// L Lᵀ = V and Z iid N(0, 1). Exactly symmetric.
+void noise_att(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
+               matrix& out);
+
+/// Causal attention noise N_causal = (1/τ₀)(N V + V Nᵀ), ζ = L Z Lᵀ, row a of N = (1/k_a) ζ^{a·}
+/// P_a (centre ζ^{a,0..a} over its k_a entries, zero the rest, divide by k_a). Row 0 of N is 0, so
+/// N_causal^{00} = 0 exactly. Cov(N_causal) = Σ_causal for any L with L Lᵀ = V. Exactly symmetric.
+void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
+                  matrix& out);
+
+/// Reusable factorisation V = L Lᵀ for the structured noise: Cholesky when V is numerically
+/// positive definite, otherwise the eigen-factor L = U diag(√max(λ, 0)) of V = U diag(λ) Uᵀ (a PSD
+/// V on the boundary of the cone, or a V that a step pushed slightly outside it, whose negative
+/// eigenvalues are clipped). Holds its workspaces, so repeated calls at one size allocate nothing.
+class psd_factor {
+ public:
+  /// Computes L for V and returns true when Cholesky succeeded (false: eigen-factor fallback).
+  bool compute(const matrix& v);
+  /// The factor of the last compute().
+  const matrix& l() const { return m_l; }
+
+ private:
+  Eigen::LLT<matrix> m_llt;
+  Eigen::SelfAdjointEigenSolver<matrix> m_eigen;
+  matrix m_l;
+};
+
+/// Convenience: a factor L with L Lᵀ = V (Cholesky, or the clipped eigen-factor; see psd_factor).
+matrix factor(const matrix& v);
+
+}  // namespace ncsde::models

@@ -1,0 +1,83 @@
+#pragma once
+/// Covariance SDEs of shaped networks in the proportional limit (SPEC.md §2.2, §2.3, §3):
+///   dV = b(V) dt + dM,   Cov(dM) = Σ(V) dt,   Σ = k_lin Σ_lin + k_att Σ_att|causal,
+/// with the building blocks of models/coefficients.hpp and (drift, k_lin, k_att) per architecture:
+///   mlp          b_ReLU                          k_lin = 1                      k_att = 0
+///   resnet       γ² b_ReLU                       k_lin = γ²(2 − γ² + γ²/r)       k_att = 0
+///   attention    γ² b_att                        k_lin = κ                      k_att = γ⁴/n_h
+///   transformer  γ² (b_att + b_ReLU)             k_lin = κ + γ²(2 − γ² + γ²/r)   k_att = γ⁴/n_h
+/// where κ = 2γ² with the output projection W^O and κ = γ²(2 − γ²) without it (for n_h > 1 without
+/// W^O: the averaged full-width-heads variant of §2.3). With `causal`, b_att and Σ_att are replaced
+/// by b_causal and Σ_causal. The diffusion is the structured noise of §3 applied to ξ = (vec G, vec
+/// Z):
+///   G(V) ξ = √k_lin L W Lᵀ + √k_att N_att|causal(L, V, Z),  L Lᵀ = V,
+/// with G = the first m² entries of ξ (column-major) and Z the next m² (attention types only).
+#include "ncsde/concepts.hpp"
+#include "ncsde/models/coefficients.hpp"
+
+namespace ncsde::models {
+
+/// The network whose limit is taken (SPEC.md §1).
+enum class architecture { mlp, resnet, attention, transformer };
+
+/// Parameters, in the spec's symbols (SPEC.md §10).
+struct shaped_params {
+  double c_plus = 0.0;             ///< c₊, ReLU shaping; finite
+  double c_minus = -2.0;           ///< c₋, ReLU shaping; finite
+  double gamma2 = 0.5;             ///< γ², residual branch weight; in [0, 1]
+  double hidden_ratio = 1.0;       ///< r, MLP hidden width r·n; finite and > 0
+  double tau0 = 1.0;               ///< τ₀, attention temperature; finite and > 0
+  int heads = 1;                   ///< n_h, attention heads; ≥ 1
+  bool output_projection = false;  ///< W^O present (multi-head attention, SPEC.md §1.4)
+  bool causal = false;             ///< causal mask (SPEC.md §1.6)
+};
+
+/// Covariance SDE of a shaped architecture; satisfies ncsde::Sde and ncsde::CovarianceSde.
+/// Invariant (checked once, in the constructor; ncsde::invalid_argument naming the parameter and
+/// value otherwise): c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite and > 0; τ₀ finite and > 0; n_h ≥ 1; and
+/// for mlp and resnet the attention options (heads, output_projection, causal) keep their defaults.
+/// The coefficients do not depend on t. The diffusion caches the factor L of the last V it saw.
+class covariance_sde {
+ public:
+  /// Builds the SDE of `arch` with parameters p; throws ncsde::invalid_argument on a bad parameter.
+  covariance_sde(architecture arch, const shaped_params& p);
+
+  /// The architecture this SDE is the limit of.
+  architecture arch() const { return m_arch; }
+  /// The validated parameters.
+  const shaped_params& params() const { return m_params; }
+  /// Σ_lin coefficient k_lin of the table above.
+  double k_lin() const { return m_k_lin; }
+  /// Attention coefficient k_att of the table above (0 for mlp and resnet).
+  double k_att() const { return m_k_att; }
+  /// True for attention and transformer: the noise has a Z part.
+  bool has_attention() const {
+    return m_arch == architecture::attention || m_arch == architecture::transformer;
+  }
+
+  /// k = m² (G only) for mlp and resnet, 2m² (G then Z) with attention.
+  int noise_dimension(int m) const { return has_attention() ? 2 * m * m : m * m; }
+  /// out = b(V).
+  void drift(const matrix& v, matrix& out, double t) const;
+  /// out = √k_lin N_lin + √k_att N_att|causal, with G, Z read from xi (size noise_dimension(m)).
+  void diffusion(const matrix& v, const vector& xi, matrix& out, double t) const;
+  /// sigma = Σ(V) = k_lin Σ_lin + k_att Σ_att|causal, K×K over packed pairs (dense reference).
+  void covariance(const matrix& v, matrix& sigma, double t) const;
+
+ private:
+  architecture m_arch;
+  shaped_params m_params;
+  double m_relu_weight = 0.0;
+  double m_att_weight = 0.0;
+  double m_k_lin = 0.0;
+  double m_k_att = 0.0;
+  mutable psd_factor m_factor;
+  mutable matrix m_factor_v;
+  mutable bool m_factor_valid = false;
+  mutable matrix m_work;
+};
+
+static_assert(Sde<covariance_sde>);
+static_assert(CovarianceSde<covariance_sde>);
+
+}  // namespace ncsde::models

@@ -1,0 +1,232 @@
+#include "ncsde/models/coefficients.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+#include "ncsde/error.hpp"
+#include "ncsde/symmetric.hpp"
+
+namespace ncsde::models {
+
+namespace {
+
+/// P V = V − 1 v̄ᵀ with v̄ the column means of V.
+matrix centre_rows(const matrix& v) {
+  const Eigen::RowVectorXd mean = v.colwise().mean();
+  return v.rowwise() - mean;
+}
+
+/// Φ = V P V P V = (PV)ᵀ V (PV) for symmetric V.
+matrix phi_full(const matrix& v) {
+  const matrix pv = centre_rows(v);
+  return pv.transpose() * v * pv;
+}
+
+/// P_a V (0-indexed a): rows 0..a of V centred over those rows, the others zero.
+matrix centre_prefix_rows(const matrix& v, int a) {
+  const int m = static_cast<int>(v.rows());
+  matrix out = matrix::Zero(m, m);
+  const Eigen::RowVectorXd mean = v.topRows(a + 1).colwise().mean();
+  out.topRows(a + 1) = v.topRows(a + 1).rowwise() - mean;
+  return out;
+}
+
+void assert_square(const matrix& v, const char* message) {
+  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, message);
+}
+
+}  // namespace
+
+void b_relu(const matrix& v, double c_plus, double c_minus, matrix& out) {
+  assert_square(v, "b_relu: V must be square");
+  const int m = static_cast<int>(v.rows());
+  const double scale = (c_plus - c_minus) * (c_plus - c_minus) / (2.0 * std::numbers::pi);
+  out.resize(m, m);
+  for (int a = 0; a < m; ++a) {
+    // ν(1) = 0: the diagonal is 0 exactly, independent of how ρ^{aa} rounds.
+    out(a, a) = 0.0;
+    for (int b = a + 1; b < m; ++b) {
+      const double norm = std::sqrt(std::max(v(a, a), 0.0)) * std::sqrt(std::max(v(b, b), 0.0));
+      double value = 0.0;
+      if (norm > 0.0) {
+        const double rho = std::clamp(v(a, b) / norm, -1.0, 1.0);
+        value = scale * (std::sqrt(1.0 - rho * rho) - rho * std::acos(rho)) * norm;
+      }
+      out(a, b) = value;
+      out(b, a) = value;
+    }
+  }
+}
+
+void b_att(const matrix& v, double tau0, matrix& out) {
+  assert_square(v, "b_att: V must be square");
+  const int m = static_cast<int>(v.rows());
+  const double md = static_cast<double>(m);
+  // PVP = V − 1v̄ᵀ − v̄1ᵀ + v̿ 11ᵀ (v̄ the row means, v̿ the grand mean).
+  const vector row_mean = v.rowwise().mean();
+  const double grand_mean = row_mean.mean();
+  vector pvp_diag(m);
+  for (int a = 0; a < m; ++a) pvp_diag(a) = v(a, a) - 2.0 * row_mean(a) + grand_mean;
+  const double tr_pvp = pvp_diag.sum();
+  // tr(PVPV) = Σ_ab (PVP)^{ab} V^{ba}.
+  double tr_pvpv = 0.0;
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a)
+      tr_pvpv += (v(a, b) - row_mean(a) - row_mean(b) + grand_mean) * v(a, b);
+  const vector u = 0.5 * (pvp_diag.array() - tr_pvp / md).matrix();
+  const vector vu = v * u;
+  const vector diag = v.diagonal();
+  const double inv_tau2 = 1.0 / (tau0 * tau0);
+  out.resize(m, m);
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a)
+      out(a, b) =
+          inv_tau2 * ((diag(a) * vu(b) + vu(a) * diag(b)) / md + v(a, b) * tr_pvpv / (md * md));
+}
+
+void b_causal(const matrix& v, double tau0, matrix& out) {
+  assert_square(v, "b_causal: V must be square");
+  const int m = static_cast<int>(v.rows());
+  // Prefix sums (0-indexed, inclusive): R(i, b) = Σ_{j≤b} V^{ij}, Π, Q2 over the leading blocks,
+  // S2(a, b) = Σ_{i≤a} R(i, b)².
+  matrix r(m, m), pi(m, m), q2(m, m), s2(m, m);
+  for (int i = 0; i < m; ++i) {
+    double acc = 0.0;
+    for (int b = 0; b < m; ++b) r(i, b) = acc += v(i, b);
+  }
+  for (int b = 0; b < m; ++b) {
+    double acc_pi = 0.0, acc_s2 = 0.0;
+    for (int a = 0; a < m; ++a) {
+      acc_pi += r(a, b);
+      acc_s2 += r(a, b) * r(a, b);
+      pi(a, b) = acc_pi;
+      s2(a, b) = acc_s2;
+    }
+  }
+  for (int a = 0; a < m; ++a) {
+    double row_acc = 0.0;
+    for (int b = 0; b < m; ++b) {
+      row_acc += v(a, b) * v(a, b);
+      q2(a, b) = row_acc + (a > 0 ? q2(a - 1, b) : 0.0);
+    }
+  }
+  // U: row a is u_aᵀ. u_a^ν = V^{νν}/2 − R(ν, a)/k − tr_a(V)/(2k) + Π(a, a)/k² for ν ≤ a. For k ≤ 2
+  // all diagonal entries of P_a V P_a are equal, so u_a = 0 identically: set it exactly.
+  matrix u = matrix::Zero(m, m);
+  double tr_a = 0.0;
+  for (int a = 0; a < m; ++a) {
+    tr_a += v(a, a);
+    if (a < 2) continue;
+    const double k = a + 1.0;
+    for (int nu = 0; nu <= a; ++nu)
+      u(a, nu) = 0.5 * v(nu, nu) - r(nu, a) / k - tr_a / (2.0 * k) + pi(a, a) / (k * k);
+  }
+  // E = D_κ⁻¹ Diag(V) U V.
+  matrix e = u * v;
+  for (int a = 0; a < m; ++a) e.row(a) *= v(a, a) / (a + 1.0);
+  const double inv_tau2 = 1.0 / (tau0 * tau0);
+  out.resize(m, m);
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) {
+      const double ka = a + 1.0, kb = b + 1.0;
+      // P_0 = 0, so T vanishes on row and column 0 identically: set it exactly.
+      const double t = (a == 0 || b == 0) ? 0.0
+                                          : q2(a, b) - s2(a, b) / kb - s2(b, a) / ka +
+                                                pi(a, b) * pi(a, b) / (ka * kb);
+      out(a, b) = inv_tau2 * (e(a, b) + e(b, a) + v(a, b) * t / (ka * kb));
+    }
+}
+
+void sigma_lin(const matrix& v, matrix& sigma) {
+  assert_square(v, "sigma_lin: V must be square");
+  fill_packed_covariance(static_cast<int>(v.rows()), sigma, [&](int a, int b, int c, int d) {
+    return v(a, c) * v(b, d) + v(a, d) * v(b, c);
+  });
+}
+
+void sigma_att(const matrix& v, double tau0, matrix& sigma) {
+  assert_square(v, "sigma_att: V must be square");
+  const int m = static_cast<int>(v.rows());
+  const matrix phi = phi_full(v);
+  const double scale = 1.0 / (static_cast<double>(m) * m * tau0 * tau0);
+  fill_packed_covariance(m, sigma, [&](int a, int b, int c, int d) {
+    return scale *
+           (v(a, c) * phi(b, d) + v(a, d) * phi(b, c) + v(b, c) * phi(a, d) + v(b, d) * phi(a, c));
+  });
+}
+
+void sigma_causal(const matrix& v, double tau0, matrix& sigma) {
+  assert_square(v, "sigma_causal: V must be square");
+  const int m = static_cast<int>(v.rows());
+  // Φ_{ac} = V P_a V P_c V = (P_a V)ᵀ V (P_c V), scaled here by 1/(k_a k_c).
+  std::vector<matrix> pv(m);
+  for (int a = 0; a < m; ++a) pv[a] = centre_prefix_rows(v, a);
+  std::vector<matrix> phi(static_cast<std::size_t>(m) * m);
+  for (int a = 0; a < m; ++a) {
+    const matrix left = pv[a].transpose() * v;
+    for (int c = 0; c < m; ++c) phi[a * m + c] = left * pv[c] / ((a + 1.0) * (c + 1.0));
+  }
+  const double scale = 1.0 / (tau0 * tau0);
+  fill_packed_covariance(m, sigma, [&](int a, int b, int c, int d) {
+    return scale * (v(a, c) * phi[a * m + c](b, d) + v(a, d) * phi[a * m + d](b, c) +
+                    v(b, c) * phi[b * m + c](a, d) + v(b, d) * phi[b * m + d](a, c));
+  });
+}
+
+void noise_lin(const matrix& l, const Eigen::Ref<const matrix>& g, matrix& out) {
+  NCSDE_ASSERT(g.rows() == l.rows() && g.cols() == l.rows(), "noise_lin: G must be m×m");
+  const matrix lg = l * g;
+  const matrix mm = lg * l.transpose();
+  out = (mm + mm.transpose()) / std::numbers::sqrt2;
+}
+
+void noise_att(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
+               matrix& out) {
+  NCSDE_ASSERT(z.rows() == l.rows() && z.cols() == l.rows() && v.rows() == l.rows(),
+               "noise_att: L, V and Z must be m×m");
+  const double m = static_cast<double>(v.rows());
+  const matrix lz = l * z;
+  const matrix zeta = lz * l.transpose();
+  const matrix y = zeta * centre_rows(v) / (m * tau0);
+  out = y + y.transpose();
+}
+
+void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
+                  matrix& out) {
+  NCSDE_ASSERT(z.rows() == l.rows() && z.cols() == l.rows() && v.rows() == l.rows(),
+               "noise_causal: L, V and Z must be m×m");
+  const int m = static_cast<int>(v.rows());
+  const matrix lz = l * z;
+  matrix n = lz * l.transpose();
+  for (int a = 0; a < m; ++a) {
+    const double k = a + 1.0;
+    const double mean = n.row(a).head(a + 1).sum() / k;
+    n.row(a).head(a + 1).array() -= mean;
+    n.row(a).head(a + 1) /= k;
+    n.row(a).tail(m - a - 1).setZero();
+  }
+  const matrix y = n * v / tau0;
+  out = y + y.transpose();
+}
+
+bool psd_factor::compute(const matrix& v) {
+  assert_square(v, "psd_factor: V must be square");
+  m_llt.compute(v);
+  if (m_llt.info() == Eigen::Success) {
+    m_l = m_llt.matrixL();
+    return true;
+  }
+  m_eigen.compute(v, Eigen::ComputeEigenvectors);
+  m_l = m_eigen.eigenvectors() * m_eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal();
+  return false;
+}
+
+matrix factor(const matrix& v) {
+  psd_factor f;
+  f.compute(v);
+  return f.l();
+}
+
+}  // namespace ncsde::models

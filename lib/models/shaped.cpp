@@ -1,0 +1,124 @@
+#include "ncsde/models/shaped.hpp"
+
+#include <cmath>
+
+#include "ncsde/error.hpp"
+#include "ncsde/symmetric.hpp"
+
+namespace ncsde::models {
+
+namespace {
+
+constexpr const char* where = "covariance_sde";
+
+/// Σ_lin coefficient of the ReLU residual branch of width ratio r: γ²(2 − γ² + γ²/r).
+double resnet_k_lin(double g2, double r) { return g2 * (2.0 - g2 + g2 / r); }
+
+}  // namespace
+
+covariance_sde::covariance_sde(architecture arch, const shaped_params& p)
+    : m_arch(arch), m_params(p) {
+  // !(x > 0) rather than x <= 0: the negated forms also reject NaN.
+  if (!std::isfinite(p.c_plus)) throw_invalid_argument(where, "c_plus", p.c_plus, "finite");
+  if (!std::isfinite(p.c_minus)) throw_invalid_argument(where, "c_minus", p.c_minus, "finite");
+  if (!(p.gamma2 >= 0.0 && p.gamma2 <= 1.0))
+    throw_invalid_argument(where, "gamma2", p.gamma2, "in [0, 1]");
+  if (!(p.hidden_ratio > 0.0) || !std::isfinite(p.hidden_ratio))
+    throw_invalid_argument(where, "hidden_ratio", p.hidden_ratio, "finite and > 0");
+  if (!(p.tau0 > 0.0) || !std::isfinite(p.tau0))
+    throw_invalid_argument(where, "tau0", p.tau0, "finite and > 0");
+  if (p.heads < 1) throw_invalid_argument(where, "heads", p.heads, ">= 1");
+  const double g2 = p.gamma2;
+  const double r = p.hidden_ratio;
+  const double attention_k_lin = p.output_projection ? 2.0 * g2 : g2 * (2.0 - g2);
+  const double attention_k_att = g2 * g2 / p.heads;
+  switch (arch) {
+    case architecture::mlp:
+    case architecture::resnet:
+      // Attention options have no meaning here; refusing them keeps a typo from being ignored.
+      if (p.heads != 1)
+        throw_invalid_argument(where, "heads", p.heads, "1 for mlp and resnet (no attention)");
+      if (p.output_projection)
+        throw_invalid_argument(where, "output_projection", p.output_projection,
+                               "false for mlp and resnet (no attention)");
+      if (p.causal)
+        throw_invalid_argument(where, "causal", p.causal,
+                               "false for mlp and resnet (no attention)");
+      if (arch == architecture::mlp) {
+        m_relu_weight = 1.0;
+        m_k_lin = 1.0;
+      } else {
+        m_relu_weight = g2;
+        m_k_lin = resnet_k_lin(g2, r);
+      }
+      break;
+    case architecture::attention:
+      m_att_weight = g2;
+      m_k_lin = attention_k_lin;
+      m_k_att = attention_k_att;
+      break;
+    case architecture::transformer:
+      m_att_weight = g2;
+      m_relu_weight = g2;
+      m_k_lin = attention_k_lin + resnet_k_lin(g2, r);
+      m_k_att = attention_k_att;
+      break;
+    default:
+      throw_invalid_argument(where, "arch", static_cast<int>(arch),
+                             "one of mlp, resnet, attention, transformer");
+  }
+}
+
+void covariance_sde::drift(const matrix& v, matrix& out, double /*t*/) const {
+  const int m = static_cast<int>(v.rows());
+  out.setZero(m, m);
+  if (m_att_weight != 0.0) {
+    if (m_params.causal)
+      b_causal(v, m_params.tau0, m_work);
+    else
+      b_att(v, m_params.tau0, m_work);
+    out += m_att_weight * m_work;
+  }
+  if (m_relu_weight != 0.0) {
+    b_relu(v, m_params.c_plus, m_params.c_minus, m_work);
+    out += m_relu_weight * m_work;
+  }
+}
+
+void covariance_sde::diffusion(const matrix& v, const vector& xi, matrix& out, double /*t*/) const {
+  const int m = static_cast<int>(v.rows());
+  const int mm = m * m;
+  NCSDE_ASSERT(xi.size() == noise_dimension(m), "covariance_sde: xi has the wrong size");
+  if (!(m_factor_valid && m_factor_v.rows() == v.rows() && m_factor_v == v)) {
+    m_factor.compute(v);
+    m_factor_v = v;
+    m_factor_valid = true;
+  }
+  const matrix& l = m_factor.l();
+  const Eigen::Map<const matrix> g(xi.data(), m, m);
+  noise_lin(l, g, out);
+  out *= std::sqrt(m_k_lin);
+  if (has_attention() && m_k_att != 0.0) {
+    const Eigen::Map<const matrix> z(xi.data() + mm, m, m);
+    if (m_params.causal)
+      noise_causal(l, v, z, m_params.tau0, m_work);
+    else
+      noise_att(l, v, z, m_params.tau0, m_work);
+    out += std::sqrt(m_k_att) * m_work;
+  }
+}
+
+void covariance_sde::covariance(const matrix& v, matrix& sigma, double /*t*/) const {
+  sigma_lin(v, sigma);
+  sigma *= m_k_lin;
+  if (m_k_att != 0.0) {
+    matrix att;
+    if (m_params.causal)
+      sigma_causal(v, m_params.tau0, att);
+    else
+      sigma_att(v, m_params.tau0, att);
+    sigma += m_k_att * att;
+  }
+}
+
+}  // namespace ncsde::models
