@@ -25,4 +25,10 @@ struct command {
 /// `ncsde convergence`: measured strong and weak orders of the schemes (validation/convergence/).
 command convergence_command();
 
+/// `ncsde coefficients`: drift and diffusion of a model's covariance SDE at one state (validation/models/).
+command coefficients_command();
+
+/// `ncsde simulate`: an ensemble of paths of a model's covariance SDE (validation/models/).
+command simulate_command();
+
 }  // namespace ncsde::cli

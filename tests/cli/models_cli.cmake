@@ -1,0 +1,176 @@
+# ctest driver for `ncsde coefficients` and `ncsde simulate` (cmake -DNCSDE=<path to ncsde> -P
+# models_cli.cmake):
+#  1. mlp coefficients at V = [[1, .5], [.5, 1]] against the closed forms of SPEC.md §2.1;
+#  2. attention coefficients at V = [[2, 1], [1, 1]] against k_lin Σ_lin + k_att Σ_att by hand;
+#  3. a small simulate run writes a CSV with the documented header and one row per path;
+#  4. bad model flags and matrices fail with exit code 2 and a message naming the flag and the value.
+cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
+if(NOT NCSDE)
+  message(FATAL_ERROR "pass -DNCSDE=<path to the ncsde program>")
+endif()
+
+# to_femto(<out> <decimal>): the number as an integer count of 1e-15 units, truncated toward zero.
+# CMake has no floating point, so comparisons to 1e-12 are done on these integers (|x| < 9000).
+function(to_femto out text)
+  if(NOT text MATCHES "^(-?)([0-9]*)(\\.([0-9]*))?([eE]([-+]?[0-9]+))?$")
+    message(FATAL_ERROR "'${text}' is not a decimal number")
+  endif()
+  set(sign "${CMAKE_MATCH_1}")
+  set(digits "${CMAKE_MATCH_2}${CMAKE_MATCH_4}")
+  string(LENGTH "${CMAKE_MATCH_2}" point)
+  if(CMAKE_MATCH_6)
+    math(EXPR point "${point} + ${CMAKE_MATCH_6}")
+  endif()
+  # Keep the digits down to the 1e-15 place: point + 15 of them, zero-padded on the right.
+  math(EXPR keep "${point} + 15")
+  if(keep LESS_EQUAL 0)
+    set(${out} 0 PARENT_SCOPE)
+    return()
+  endif()
+  string(LENGTH "${digits}" n)
+  while(n LESS keep)
+    string(APPEND digits "0")
+    math(EXPR n "${n} + 1")
+  endwhile()
+  string(SUBSTRING "${digits}" 0 ${keep} digits)
+  string(REGEX REPLACE "^0+" "" digits "${digits}")
+  if(digits STREQUAL "")
+    set(digits 0)
+  endif()
+  math(EXPR value "${sign}${digits}")
+  set(${out} ${value} PARENT_SCOPE)
+endfunction()
+
+# expect_near(<what> <actual text> <expected text>): |actual − expected| ≤ 1e-12 (1000 femto-units;
+# the truncation of each side to 1e-15 adds at most 2e-15).
+function(expect_near what actual expected)
+  to_femto(a "${actual}")
+  to_femto(e "${expected}")
+  math(EXPR diff "${a} - ${e}")
+  if(diff LESS -1000 OR diff GREATER 1000)
+    message(FATAL_ERROR "${what}: got ${actual}, expected ${expected} (tolerance 1e-12)")
+  endif()
+endfunction()
+
+# run_ok(<out> <arguments...>): runs ncsde, requires exit code 0 and returns stdout.
+function(run_ok out)
+  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "ncsde ${ARGN} failed (${rc}):\n${err}")
+  endif()
+  set(${out} "${stdout}" PARENT_SCOPE)
+endfunction()
+
+# ---- 1. mlp at V = [[1, .5], [.5, 1]], c₊ = 0, c₋ = −2 ----
+run_ok(mlp coefficients --model mlp --c-plus 0 --c-minus -2 --V "1,0.5\;0.5,1" --format json)
+string(JSON model GET "${mlp}" model)
+string(JSON m GET "${mlp}" m)
+if(NOT model STREQUAL "mlp" OR NOT m EQUAL 2)
+  message(FATAL_ERROR "mlp: expected model mlp and m 2, got '${model}' and '${m}'\n${mlp}")
+endif()
+string(JSON b00 GET "${mlp}" drift 0 0)
+string(JSON b01 GET "${mlp}" drift 0 1)
+string(JSON b10 GET "${mlp}" drift 1 0)
+# b^{aa} = ν(1) √(V^{aa}V^{aa}) = 0 exactly.
+expect_near("mlp drift[0][0]" "${b00}" "0")
+# b^{12} = ν(ρ) √(V11 V22), ρ = 0.5, ν(ρ) = ((c₊ − c₋)²/(2π)) (√(1 − ρ²) − ρ arccos ρ)
+#        = (4/(2π)) (√3/2 − (1/2)(π/3)) = √3/π − 1/3 = 0.55132889542179204 − 0.33333333333333333
+#        = 0.21799556208845871.
+expect_near("mlp drift[0][1]" "${b01}" "0.21799556208845871")
+expect_near("mlp drift[1][0]" "${b10}" "0.21799556208845871")
+string(JSON n_diffusion LENGTH "${mlp}" diffusion)
+if(NOT n_diffusion EQUAL 16)
+  message(FATAL_ERROR "mlp: the diffusion must have m⁴ = 16 entries, got ${n_diffusion}")
+endif()
+# Σ^{11,11} = Σ_lin^{11,11} = V11 V11 + V11 V11 = 2 V11² = 2 (k_lin = 1 for mlp).
+string(JSON s0 GET "${mlp}" diffusion 0)
+expect_near("mlp Sigma^{11,11}" "${s0}" "2")
+# Σ^{12,21} (flat index (0,1,1,0) = 0·8 + 1·4 + 1·2 + 0 = 6) = V12 V21 + V11 V22 = 0.25 + 1.
+string(JSON s6 GET "${mlp}" diffusion 6)
+expect_near("mlp Sigma^{12,21}" "${s6}" "1.25")
+
+# ---- 2. attention, γ² = 1, τ₀ = 1, one head, no W^O: k_lin = γ²(2 − γ²) = 1, k_att = γ⁴/n_h = 1 ----
+run_ok(att coefficients --model attention --gamma2 1 --tau0 1 --V "2,1\;1,1" --format json)
+# By hand, m = 2, V = [[2, 1], [1, 1]]: P = x xᵀ with x = (1, −1)/√2, so Φ = V P V P V =
+# (xᵀVx) (Vx)(Vx)ᵀ with xᵀVx = (2 − 1 − 1 + 1)/2 = 1/2 and Vx = (1, 0)/√2, hence
+# Φ = (1/2)(1/2) [[1, 0], [0, 0]]: Φ11 = 1/4, Φ12 = Φ22 = 0.
+# Σ^{11,12} (a = b = c = 1, d = 2; flat index (0,0,0,1) = 1):
+#   Σ_lin = V11 V12 + V12 V11 = 2 + 2 = 4,
+#   Σ_att = (1/(m²τ₀²)) [V11 Φ12 + V12 Φ11 + V11 Φ12 + V12 Φ11] = (1/4)(0 + 1/4 + 0 + 1/4) = 1/8,
+#   Σ = 1·4 + 1·(1/8) = 4.125.
+# Σ^{12,12} (flat index (0,1,0,1) = 5) and Σ^{21,12} (flat index (1,0,0,1) = 9):
+#   Σ_lin = V11 V22 + V12 V21 = 2 + 1 = 3,
+#   Σ_att = (1/4) [V11 Φ22 + V12 Φ21 + V21 Φ12 + V22 Φ11] = (1/4)(1/4) = 1/16,  Σ = 3.0625.
+# Σ^{11,11} (flat index 0): Σ_lin = 2 V11² = 8, Σ_att = (1/4)(4 V11 Φ11) = 1/2,  Σ = 8.5.
+string(JSON n_diffusion LENGTH "${att}" diffusion)
+if(NOT n_diffusion EQUAL 16)
+  message(FATAL_ERROR "attention: the diffusion must have 16 entries, got ${n_diffusion}")
+endif()
+string(JSON s0 GET "${att}" diffusion 0)
+string(JSON s1 GET "${att}" diffusion 1)
+string(JSON s5 GET "${att}" diffusion 5)
+string(JSON s9 GET "${att}" diffusion 9)
+expect_near("attention Sigma^{11,11}" "${s0}" "8.5")
+expect_near("attention Sigma^{11,12}" "${s1}" "4.125")
+expect_near("attention Sigma^{12,12}" "${s5}" "3.0625")
+expect_near("attention Sigma^{21,12}" "${s9}" "3.0625")
+
+# The table format runs and shows the packed pair labels.
+run_ok(table coefficients --model transformer --V "1,0.5\;0.5,1" --format table)
+string(FIND "${table}" "(1,2)" position)
+if(position EQUAL -1)
+  message(FATAL_ERROR "coefficients --format table has no (1,2) label:\n${table}")
+endif()
+
+# ---- 3. simulate: header and one row per path ----
+set(csv "${CMAKE_CURRENT_BINARY_DIR}/models_cli_simulate.csv")
+file(REMOVE "${csv}")
+run_ok(summary simulate --model mlp --V0 "1,0.5\;0.5,1" --paths 50 --dt 0.01 --threads 2 --out "${csv}")
+if(NOT EXISTS "${csv}")
+  message(FATAL_ERROR "simulate --out did not write ${csv}")
+endif()
+file(STRINGS "${csv}" lines)
+list(LENGTH lines n_lines)
+if(NOT n_lines EQUAL 51)
+  message(FATAL_ERROR "simulate --paths 50: expected a header and 50 rows, got ${n_lines} lines")
+endif()
+list(GET lines 0 header)
+if(NOT header STREQUAL "path,status,t_stop,V11,V12,V22")
+  message(FATAL_ERROR "simulate: unexpected CSV header '${header}'")
+endif()
+list(GET lines 50 last)
+if(NOT last MATCHES "^49,[a-z_]+,[^,]+,[^,]+,[^,]+,[^,]+$")
+  message(FATAL_ERROR "simulate: the last row is not path 49 with 6 fields: '${last}'")
+endif()
+string(FIND "${summary}" "rho12" position)
+if(position EQUAL -1)
+  message(FATAL_ERROR "simulate: the summary does not report the functional rho12:\n${summary}")
+endif()
+file(REMOVE "${csv}")
+
+# ---- 4. bad input: exit code 2, the flag and the value named ----
+# expect_usage_error(<texts the message must contain, ';'-separated> <arguments...>)
+function(expect_usage_error texts)
+  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2)
+    message(FATAL_ERROR "ncsde ${ARGN}: expected exit code 2, got ${rc}\n${err}")
+  endif()
+  foreach(text IN LISTS texts)
+    string(FIND "${err}" "${text}" position)
+    if(position EQUAL -1)
+      message(FATAL_ERROR "ncsde ${ARGN}: the message does not contain '${text}':\n${err}")
+    endif()
+  endforeach()
+endfunction()
+
+expect_usage_error("ncsde: error:;gamma2;1.5;--gamma2" coefficients --model resnet --gamma2 1.5 --V "1,0\;0,1")
+expect_usage_error("ncsde: error:;tau0;--tau0" coefficients --model attention --tau0 0 --V "1,0\;0,1")
+expect_usage_error("ncsde: error:;heads;--heads" coefficients --model attention --heads 0 --V "1,0\;0,1")
+expect_usage_error("--heads" coefficients --model mlp --heads 2 --V "1,0\;0,1")
+expect_usage_error("--V;'1,2\;3';row 2" coefficients --model mlp --V "1,2\;3")
+expect_usage_error("--V;'1,x\;0,1';'x' is not a finite number" coefficients --model mlp --V "1,x\;0,1")
+expect_usage_error("--V;not symmetric" coefficients --model mlp --V "1,2\;0,1")
+expect_usage_error("--model: foo not in" coefficients --model foo --V "1,0\;0,1")
+expect_usage_error("--pd-policy: bogus not in" simulate --V0 "1,0\;0,1" --pd-policy bogus)
+expect_usage_error("--V0;'1,x';entries" simulate --V0 "1,x" --paths 2)
+expect_usage_error("--gamma2;1.5" simulate --model resnet --gamma2 1.5 --V0 "1,0\;0,1" --paths 2)

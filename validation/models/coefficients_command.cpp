@@ -1,0 +1,118 @@
+/// `ncsde coefficients`: the drift b(V) and the diffusion Σ(V) of a model's covariance SDE at one
+/// state V (SPEC.md §2.2, §3; ncsde/models/shaped.hpp).
+///
+///   ncsde coefficients --V "v11,v12;v21,v22" [--model M] [model flags] [--format json|table]
+///
+/// json: {"model": M, "m": m, "drift": m×m nested array of b(V), "diffusion": flat array of the m⁴
+/// numbers Σ^{ab,cd} = Cov(dV^{ab}, dV^{cd})/dt, row-major in (a, b, c, d)}, numbers with 17
+/// significant digits (round-trip exact). The full tensor is expanded from the packed K×K
+/// covariance() by its symmetries Σ^{ab,cd} = Σ^{ba,cd} = Σ^{ab,dc}. table: the drift matrix and the
+/// packed Σ with its (a,b) labels (1-indexed).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "command.hpp"
+#include "models/model_flags.hpp"
+#include "ncsde/symmetric.hpp"
+
+namespace ncsde::cli {
+namespace {
+
+struct coefficients_args {
+  model_flags model;
+  std::string v;
+  std::string format = "json";
+};
+
+/// A JSON number with 17 significant digits; non-finite values become null.
+std::string json_number(double x) { return std::isfinite(x) ? fmt::format("{:.17g}", x) : "null"; }
+
+/// Σ^{ab,cd} read from the packed K×K operator (any order of a, b and of c, d).
+double full_entry(const matrix& sigma, int a, int b, int c, int d, int m) {
+  const int i = packed_index(std::min(a, b), std::max(a, b), m);
+  const int j = packed_index(std::min(c, d), std::max(c, d), m);
+  return sigma(i, j);
+}
+
+std::string coefficients_json(const std::string& model, const matrix& drift, const matrix& sigma) {
+  const int m = static_cast<int>(drift.rows());
+  std::string out = fmt::format("{{\n  \"model\": \"{}\",\n  \"m\": {},\n  \"drift\": [", model, m);
+  for (int a = 0; a < m; ++a) {
+    out += a == 0 ? "[" : ", [";
+    for (int b = 0; b < m; ++b) out += (b == 0 ? "" : ", ") + json_number(drift(a, b));
+    out += "]";
+  }
+  out += "],\n  \"diffusion\": [";
+  bool first = true;
+  for (int a = 0; a < m; ++a)
+    for (int b = 0; b < m; ++b)
+      for (int c = 0; c < m; ++c)
+        for (int d = 0; d < m; ++d) {
+          out += (first ? "" : ", ") + json_number(full_entry(sigma, a, b, c, d, m));
+          first = false;
+        }
+  out += "]\n}\n";
+  return out;
+}
+
+std::string coefficients_table(const std::string& model, const matrix& drift, const matrix& sigma) {
+  const int m = static_cast<int>(drift.rows());
+  std::string out = fmt::format("model {}, m = {}\n\ndrift b(V):\n", model, m);
+  for (int a = 0; a < m; ++a) {
+    for (int b = 0; b < m; ++b) out += fmt::format("{:>24.17g}", drift(a, b));
+    out += '\n';
+  }
+  out += "\ndiffusion Sigma^{ab,cd} = Cov(dV^ab, dV^cd)/dt over packed pairs a <= b:\n";
+  out += fmt::format("{:>8}", "");
+  for (int c = 0; c < m; ++c)
+    for (int d = c; d < m; ++d) out += fmt::format("{:>24}", fmt::format("({},{})", c + 1, d + 1));
+  out += '\n';
+  for (int a = 0, i = 0; a < m; ++a)
+    for (int b = a; b < m; ++b, ++i) {
+      out += fmt::format("{:>8}", fmt::format("({},{})", a + 1, b + 1));
+      for (int j = 0; j < sigma.cols(); ++j) out += fmt::format("{:>24.17g}", sigma(i, j));
+      out += '\n';
+    }
+  return out;
+}
+
+int run_coefficients_command(const coefficients_args& a) {
+  const std::optional<models::covariance_sde> sde = make_model(a.model);
+  if (!sde) return exit_usage;
+  const std::optional<matrix> v = read_state(a.v, "--V", true);
+  if (!v) return exit_usage;
+  matrix drift, sigma;
+  sde->drift(*v, drift, 0.0);
+  sde->covariance(*v, sigma, 0.0);
+  std::cout << (a.format == "json" ? coefficients_json(a.model.model, drift, sigma)
+                                   : coefficients_table(a.model.model, drift, sigma));
+  return exit_ok;
+}
+
+}  // namespace
+
+command coefficients_command() {
+  command c;
+  c.name = "coefficients";
+  c.description = "Print the drift b(V) and diffusion Sigma(V) of a model's covariance SDE at V";
+  c.setup = [](CLI::App& sub) -> std::function<int()> {
+    auto a = std::make_shared<coefficients_args>();
+    add_model_flags(sub, a->model);
+    sub.add_option("--V", a->v,
+                   "The state V, symmetric positive semidefinite: rows separated by ';', entries "
+                   "by ',' (e.g. \"1,0.5;0.5,1\")")
+        ->required();
+    sub.add_option("--format", a->format, "Output format")
+        ->check(CLI::IsMember({"json", "table"}))
+        ->capture_default_str();
+    return [a]() { return run_coefficients_command(*a); };
+  };
+  return c;
+}
+
+}  // namespace ncsde::cli

@@ -1,0 +1,146 @@
+#include "models/model_flags.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "ncsde/error.hpp"
+#include "ncsde/symmetric.hpp"
+
+namespace ncsde::cli {
+
+namespace {
+
+/// The shaped_params field names as the model's messages spell them, and their flags.
+struct parameter_flag {
+  std::string_view param;
+  std::string_view flag;
+};
+constexpr parameter_flag parameter_flags[] = {
+    {"c_plus", "--c-plus"},          {"c_minus", "--c-minus"}, {"gamma2", "--gamma2"},
+    {"hidden_ratio", "--hidden-ratio"}, {"tau0", "--tau0"},     {"heads", "--heads"},
+    {"output_projection", "--output-projection"},               {"causal", "--causal"},
+};
+
+/// The flag of the parameter a "<where>: <param> must be ..." message names, or "" when none does.
+std::string_view flag_of_message(std::string_view message) {
+  const std::size_t colon = message.find(": ");
+  if (colon == std::string_view::npos) return {};
+  const std::string_view rest = message.substr(colon + 2);
+  const std::size_t space = rest.find(' ');
+  const std::string_view param = rest.substr(0, space);
+  for (const parameter_flag& p : parameter_flags)
+    if (p.param == param) return p.flag;
+  return {};
+}
+
+std::string_view trim(std::string_view s) {
+  const std::size_t first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const std::size_t last = s.find_last_not_of(" \t");
+  return s.substr(first, last - first + 1);
+}
+
+/// Splits on `sep`, keeping empty pieces (so "1,,2" has an empty entry and is rejected).
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> pieces;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t pos = s.find(sep, start);
+    pieces.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos
+                                                                   : pos - start));
+    if (pos == std::string_view::npos) return pieces;
+    start = pos + 1;
+  }
+}
+
+[[noreturn]] void matrix_error(std::string_view flag, std::string_view text,
+                               const std::string& why) {
+  throw_invalid(flag, fmt::format("malformed matrix '{}': {} (write rows separated by ';' and "
+                                  "entries by ',', e.g. \"1,0.5;0.5,1\")",
+                                  text, why));
+}
+
+}  // namespace
+
+void add_model_flags(CLI::App& sub, model_flags& flags) {
+  models::shaped_params& p = flags.params;
+  sub.add_option("--model", flags.model, "Architecture whose covariance SDE is used")
+      ->check(CLI::IsMember({"mlp", "resnet", "attention", "transformer"}))
+      ->capture_default_str();
+  sub.add_option("--c-plus", p.c_plus, "c+, ReLU shaping (finite)")->capture_default_str();
+  sub.add_option("--c-minus", p.c_minus, "c-, ReLU shaping (finite)")->capture_default_str();
+  sub.add_option("--gamma2", p.gamma2, "gamma^2, residual branch weight, in [0, 1]")
+      ->capture_default_str();
+  sub.add_option("--tau0", p.tau0, "tau0, attention temperature, > 0")->capture_default_str();
+  sub.add_option("--hidden-ratio", p.hidden_ratio, "r, MLP hidden width ratio, > 0")
+      ->capture_default_str();
+  sub.add_option("--heads", p.heads, "n_h, attention heads, >= 1 (1 for mlp and resnet)")
+      ->capture_default_str();
+  sub.add_flag("--output-projection", p.output_projection,
+               "Multi-head output projection W^O present (attention, transformer)");
+  sub.add_flag("--causal", p.causal, "Causal attention mask (attention, transformer)");
+}
+
+models::architecture parse_architecture(std::string_view text) {
+  if (text == "mlp") return models::architecture::mlp;
+  if (text == "resnet") return models::architecture::resnet;
+  if (text == "attention") return models::architecture::attention;
+  if (text == "transformer") return models::architecture::transformer;
+  throw_invalid_argument("ncsde", "--model", text, "one of mlp, resnet, attention, transformer");
+}
+
+std::optional<models::covariance_sde> make_model(const model_flags& flags) {
+  try {
+    return models::covariance_sde(parse_architecture(flags.model), flags.params);
+  } catch (const ncsde::invalid_argument& e) {
+    const std::string_view flag = flag_of_message(e.what());
+    if (flag.empty())
+      std::fprintf(stderr, "ncsde: error: %s\n", e.what());
+    else
+      std::fprintf(stderr, "ncsde: error: %s (flag %.*s)\n", e.what(), static_cast<int>(flag.size()),
+                   flag.data());
+    return std::nullopt;
+  }
+}
+
+matrix parse_matrix(std::string_view text, std::string_view flag) {
+  if (trim(text).empty()) matrix_error(flag, text, "it is empty");
+  const std::vector<std::string_view> rows = split(text, ';');
+  const int m = static_cast<int>(rows.size());
+  matrix v(m, m);
+  for (int a = 0; a < m; ++a) {
+    const std::vector<std::string_view> entries = split(rows[static_cast<std::size_t>(a)], ',');
+    if (static_cast<int>(entries.size()) != m)
+      matrix_error(flag, text,
+                   fmt::format("row {} has {} entries, expected {} (a square matrix with {} rows)",
+                               a + 1, entries.size(), m, m));
+    for (int b = 0; b < m; ++b) {
+      const std::string_view entry = trim(entries[static_cast<std::size_t>(b)]);
+      double x = 0.0;
+      const char* end = entry.data() + entry.size();
+      // from_chars rejects a leading '+'; accept it as the usual spelling of a sign.
+      const char* begin = !entry.empty() && entry.front() == '+' ? entry.data() + 1 : entry.data();
+      const auto [ptr, ec] = std::from_chars(begin, end, x);
+      if (entry.empty() || ec != std::errc() || ptr != end || !std::isfinite(x))
+        matrix_error(flag, text,
+                     fmt::format("entry ({}, {}) '{}' is not a finite number", a + 1, b + 1, entry));
+      v(a, b) = x;
+    }
+  }
+  return v;
+}
+
+std::optional<matrix> read_state(std::string_view text, std::string_view flag, bool require_psd) {
+  try {
+    return validate_state(flag, "the matrix", parse_matrix(text, flag), require_psd);
+  } catch (const ncsde::invalid_argument& e) {
+    std::fprintf(stderr, "ncsde: error: %s\n", e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace ncsde::cli
