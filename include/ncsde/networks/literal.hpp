@@ -1,0 +1,128 @@
+#pragma once
+/// Literal finite-width shaped networks (SPEC.md §1): every layer draws its n×n weight matrices
+/// explicitly, so these samplers are the ground truth that the covariance SDEs
+/// (models/shaped.hpp) are the limit of. One layer is one time step 1/n; X ∈ ℝ^{m×n} (m tokens,
+/// width n) and V = X Xᵀ/n. Tokens are 0-indexed in code (row a has a + 1 keys under the causal
+/// mask).
+///
+///   mlp:          X' = √(c/n) σ_s(X W),  W ∈ ℝ^{n×n}
+///   resnet:       X' = λX + γ √(c/(rn)) σ_s(X W^pre/√n) W^post,
+///                 W^pre ∈ ℝ^{n×rn}, W^post ∈ ℝ^{rn×n}
+///   attention:    X' = λX + γ Y, where for heads h = 1..n_h
+///                 S_h = (X W^Q_h)(X W^K_h)ᵀ/τ,  τ = τ₀√(n n_k),
+///                 W^Q_h, W^K_h ∈ ℝ^{n×n_k} iid N(0, 1/n),
+///                 A_h = I + Softmax(S_h) − C,
+///                 C = 11ᵀ/m, or C^{aν} = 1[ν≤a]/(a+1) when causal;
+///                 with output_projection (§1.4):
+///                 Y = [A_1 X W^V_1, …, A_{n_h} X W^V_{n_h}] W^O/n,  W^V_h ∈ ℝ^{n×(n/n_h)};
+///                 without it: Y = (1/√n_h) Σ_h A_h X W^V_h/√n,  W^V_h ∈ ℝ^{n×n}
+///                 (§1.3 for n_h = 1, the averaged full-width-heads variant of §2.3 for n_h > 1)
+///   transformer:  Z = attention(X), then X' = resnet(Z); same λ, γ in both sublayers (§1.5)
+///
+/// with σ_s(x) = s₊ max(x, 0) + s₋ min(x, 0), s± = 1 + c±/√n, c = 2/(s₊² + s₋²), λ² = 1 − γ²,
+/// and every other weight iid N(0, 1).
+///
+/// Randomness: a network is a ncsde::random_stream keyed by (seed, network index). The weights of
+/// layer l (0-based) are the normals of the counter (random_domain::user, l, tag), one tag per
+/// weight matrix and head (see weight_tag), so a layer's weights are a fixed function of
+/// (seed, network, l, tag): reproducible, independent of threads and of which other layers ran. The
+/// initial O uses (random_domain::initial, 0, 0).
+#include <cstdint>
+#include <vector>
+
+#include "ncsde/concepts.hpp"
+#include "ncsde/models/shaped.hpp"
+#include "ncsde/random.hpp"
+
+namespace ncsde::networks {
+
+/// Which weight matrix a block of normals is for; tag = kind + 8·h for head h (0-based).
+enum class weight_kind : std::uint64_t {
+  mlp = 0,     ///< W of the plain MLP
+  pre = 1,     ///< W^pre of the ReLU branch (resnet and the transformer's MLP sublayer)
+  post = 2,    ///< W^post of the ReLU branch
+  query = 3,   ///< W^Q_h
+  key = 4,     ///< W^K_h
+  value = 5,   ///< W^V_h
+  output = 6,  ///< W^O
+};
+
+/// Counter i1 of the weights of `kind` for head h: kind + 8·h.
+constexpr std::uint64_t weight_tag(weight_kind kind, int head = 0) {
+  return static_cast<std::uint64_t>(kind) + 8u * static_cast<std::uint64_t>(head);
+}
+
+/// A = I + Softmax(S) − C for one head (SPEC.md §1.3, §1.6), from m×m logits S: the row softmax is
+/// evaluated stably as exp(S^{aν} − max_μ S^{aμ}) normalised by its row sum (over ν ≤ a when
+/// causal). Full: C = 11ᵀ/m, rows of A sum to 1. Causal: C^{aν} = 1[ν≤a]/(a+1), A^{aν} = 0 for
+/// ν > a, and row 0 is e₀ᵀ exactly (its softmax is the single entry 1). Throws
+/// ncsde::invalid_argument if S is not square or has a non-finite entry.
+void attention_matrix(const matrix& s, bool causal, matrix& a);
+
+/// A literal shaped network of one architecture (SPEC.md §1), m tokens, width n, key dimension n_k.
+/// Invariant (checked once, in the constructor; ncsde::invalid_argument naming the parameter and
+/// value otherwise): m ≥ 1; n ≥ 2 and n ≥ m (X₀ needs m orthonormal rows of length n); n_k ≥ 1;
+/// c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite, > 0 and r·n an integer (within 1e-9·r·n); τ₀ finite and
+/// > 0; n_h ≥ 1 and n_h divides n; for mlp and resnet the attention options keep their defaults;
+/// with a ReLU layer, s₊² + s₋² > 0 (else σ_s ≡ 0 and no c normalises it).
+/// Const and thread-safe: every call draws from the stream it is given.
+class literal_network {
+ public:
+  /// Builds the network; throws ncsde::invalid_argument on a bad parameter.
+  literal_network(models::architecture arch, const models::shaped_params& p, int m, int n,
+                  int n_k = 1);
+
+  /// The architecture (SPEC.md §1.1–§1.6).
+  models::architecture arch() const { return m_arch; }
+  /// The validated parameters.
+  const models::shaped_params& params() const { return m_params; }
+  /// Tokens m (rows of X).
+  int m() const { return m_m; }
+  /// Width n (columns of X); one layer is the time step 1/n.
+  int n() const { return m_n; }
+  /// Key dimension n_k of W^Q, W^K.
+  int n_k() const { return m_n_k; }
+  /// Hidden width r·n of the ReLU branch (resnet and transformer).
+  int hidden_width() const { return m_hidden; }
+  /// c(n) = 2/(s₊² + s₋²) with s± = 1 + c±/√n.
+  double c() const { return m_c; }
+
+  /// X₀ = L₀ O √n with L₀L₀ᵀ = V₀ (Cholesky, or the clipped eigen-factor of a singular V₀) and O
+  /// (m×n) with orthonormal rows, O = Qᵀ from the thin QR of an n×m Gaussian matrix drawn from
+  /// `stream`; hence X₀X₀ᵀ/n = V₀ up to round-off. Throws ncsde::invalid_argument if V₀ is not an
+  /// m×m finite, symmetric, positive-semidefinite matrix.
+  matrix initial_state(const matrix& v0, const random_stream& stream) const;
+
+  /// One layer (one time step 1/n): x ← layer l of the network applied to x (m×n), with the weights
+  /// of counter (random_domain::user, l, tag). Sizes are checked with NCSDE_ASSERT.
+  void step(matrix& x, std::uint64_t l, const random_stream& stream) const;
+
+  /// A depth-d network from X₀ = initial_state(v0, stream): returns V_l = X_l X_lᵀ/n at each l of
+  /// `depths` (in that order), running layers 0..depths.back()−1 only (the rest cannot change
+  /// them). Throws ncsde::invalid_argument unless d ≥ 1, depths is non-empty and strictly
+  /// increasing with 0 ≤ depths.front() and depths.back() ≤ d, and V₀ is valid.
+  std::vector<matrix> run(const matrix& v0, int d, const std::vector<int>& depths,
+                          const random_stream& stream) const;
+
+ private:
+  /// y = √(c/(rn)) σ_s(X W^pre/√n) W^post, the ReLU branch of layer l.
+  void relu_branch(const matrix& x, std::uint64_t l, const random_stream& stream, matrix& y) const;
+  /// y = Y of the attention sublayer of layer l (all heads, with or without W^O).
+  void attention_branch(const matrix& x, std::uint64_t l, const random_stream& stream,
+                        matrix& y) const;
+  double sigma(double x) const { return x > 0.0 ? m_s_plus * x : m_s_minus * x; }
+
+  models::architecture m_arch;
+  models::shaped_params m_params;
+  int m_m;
+  int m_n;
+  int m_n_k;
+  int m_hidden = 0;
+  double m_s_plus = 1.0;
+  double m_s_minus = 1.0;
+  double m_c = 1.0;
+  double m_lambda = 0.0;
+  double m_gamma = 1.0;
+};
+
+}  // namespace ncsde::networks
