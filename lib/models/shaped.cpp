@@ -16,8 +16,7 @@ double resnet_k_lin(double g2, double r) { return g2 * (2.0 - g2 + g2 / r); }
 
 }  // namespace
 
-covariance_sde::covariance_sde(architecture arch, const shaped_params& p)
-    : m_arch(arch), m_params(p) {
+void validate_params(const char* where, architecture arch, const shaped_params& p) {
   // !(x > 0) rather than x <= 0: the negated forms also reject NaN.
   if (!std::isfinite(p.c_plus)) throw_invalid_argument(where, "c_plus", p.c_plus, "finite");
   if (!std::isfinite(p.c_minus)) throw_invalid_argument(where, "c_minus", p.c_minus, "finite");
@@ -28,10 +27,6 @@ covariance_sde::covariance_sde(architecture arch, const shaped_params& p)
   if (!(p.tau0 > 0.0) || !std::isfinite(p.tau0))
     throw_invalid_argument(where, "tau0", p.tau0, "finite and > 0");
   if (p.heads < 1) throw_invalid_argument(where, "heads", p.heads, ">= 1");
-  const double g2 = p.gamma2;
-  const double r = p.hidden_ratio;
-  const double attention_k_lin = p.output_projection ? 2.0 * g2 : g2 * (2.0 - g2);
-  const double attention_k_att = g2 * g2 / p.heads;
   switch (arch) {
     case architecture::mlp:
     case architecture::resnet:
@@ -42,8 +37,26 @@ covariance_sde::covariance_sde(architecture arch, const shaped_params& p)
         throw_invalid_argument(where, "output_projection", p.output_projection,
                                "false for mlp and resnet (no attention)");
       if (p.causal)
-        throw_invalid_argument(where, "causal", p.causal,
-                               "false for mlp and resnet (no attention)");
+        throw_invalid_argument(where, "causal", p.causal, "false for mlp and resnet (no attention)");
+      return;
+    case architecture::attention:
+    case architecture::transformer:
+      return;
+  }
+  throw_invalid_argument(where, "arch", static_cast<int>(arch),
+                         "one of mlp, resnet, attention, transformer");
+}
+
+covariance_sde::covariance_sde(architecture arch, const shaped_params& p)
+    : m_arch(arch), m_params(p) {
+  validate_params(where, arch, p);
+  const double g2 = p.gamma2;
+  const double r = p.hidden_ratio;
+  const double attention_k_lin = p.output_projection ? 2.0 * g2 : g2 * (2.0 - g2);
+  const double attention_k_att = g2 * g2 / p.heads;
+  switch (arch) {
+    case architecture::mlp:
+    case architecture::resnet:
       if (arch == architecture::mlp) {
         m_relu_weight = 1.0;
         m_k_lin = 1.0;
@@ -63,9 +76,6 @@ covariance_sde::covariance_sde(architecture arch, const shaped_params& p)
       m_k_lin = attention_k_lin + resnet_k_lin(g2, r);
       m_k_att = attention_k_att;
       break;
-    default:
-      throw_invalid_argument(where, "arch", static_cast<int>(arch),
-                             "one of mlp, resnet, attention, transformer");
   }
 }
 

@@ -57,39 +57,11 @@ literal_network::literal_network(models::architecture arch, const models::shaped
   if (n < m)
     throw_invalid_argument(where, "n", n, fmt::format(">= m = {} (X0 has m orthonormal rows)", m));
   if (n_k < 1) throw_invalid_argument(where, "n_k", n_k, ">= 1");
-  if (!std::isfinite(p.c_plus)) throw_invalid_argument(where, "c_plus", p.c_plus, "finite");
-  if (!std::isfinite(p.c_minus)) throw_invalid_argument(where, "c_minus", p.c_minus, "finite");
-  if (!(p.gamma2 >= 0.0 && p.gamma2 <= 1.0))
-    throw_invalid_argument(where, "gamma2", p.gamma2, "in [0, 1]");
-  if (!(p.hidden_ratio > 0.0) || !std::isfinite(p.hidden_ratio))
-    throw_invalid_argument(where, "hidden_ratio", p.hidden_ratio, "finite and > 0");
-  if (!(p.tau0 > 0.0) || !std::isfinite(p.tau0))
-    throw_invalid_argument(where, "tau0", p.tau0, "finite and > 0");
-  if (p.heads < 1) throw_invalid_argument(where, "heads", p.heads, ">= 1");
+  models::validate_params(where, arch, p);
   if (n % p.heads != 0)
     throw_invalid_argument(where, "heads", p.heads, fmt::format("a divisor of n = {}", n));
   const bool has_relu_branch =
       arch == models::architecture::resnet || arch == models::architecture::transformer;
-  switch (arch) {
-    case models::architecture::mlp:
-    case models::architecture::resnet:
-      // Attention options have no meaning here; refusing them keeps a typo from being ignored.
-      if (p.heads != 1)
-        throw_invalid_argument(where, "heads", p.heads, "1 for mlp and resnet (no attention)");
-      if (p.output_projection)
-        throw_invalid_argument(where, "output_projection", p.output_projection,
-                               "false for mlp and resnet (no attention)");
-      if (p.causal)
-        throw_invalid_argument(where, "causal", p.causal,
-                               "false for mlp and resnet (no attention)");
-      break;
-    case models::architecture::attention:
-    case models::architecture::transformer:
-      break;
-    default:
-      throw_invalid_argument(where, "arch", static_cast<int>(arch),
-                             "one of mlp, resnet, attention, transformer");
-  }
   if (has_relu_branch) {
     const double rn = p.hidden_ratio * n;
     const double rounded = std::round(rn);

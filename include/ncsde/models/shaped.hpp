@@ -32,6 +32,12 @@ struct shaped_params {
   bool causal = false;             ///< causal mask (SPEC.md §1.6)
 };
 
+/// Checks the parameters of `arch` against SPEC.md §10 (shared by the SDE and the finite networks):
+/// c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite and > 0; τ₀ finite and > 0; n_h ≥ 1; for mlp and resnet the
+/// attention options keep their defaults (a typo is refused, not ignored). Throws
+/// ncsde::invalid_argument("<where>: <param> must be <rule> (got <value>)").
+void validate_params(const char* where, architecture arch, const shaped_params& p);
+
 /// Covariance SDE of a shaped architecture; satisfies ncsde::Sde and ncsde::CovarianceSde.
 /// Invariant (checked once, in the constructor; ncsde::invalid_argument naming the parameter and
 /// value otherwise): c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite and > 0; τ₀ finite and > 0; n_h ≥ 1; and
