@@ -14,6 +14,16 @@ inline constexpr int exit_failure =
     1;  ///< the run failed, or (with --check) a result is out of tolerance
 inline constexpr int exit_usage = 2;  ///< bad command line or bad parameter values
 
+/// CLI11 check for unsigned flags such as --seed: a decimal integer in [0, 2^64). Without it CLI11
+/// would wrap "-5" around to 2^64 − 5.
+inline const CLI::Validator non_negative_integer(
+    [](std::string& text) -> std::string {
+      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+        return "must be a non-negative integer (got '" + text + "')";
+      return {};
+    },
+    "NONNEGATIVE", "non-negative integer");
+
 /// One `ncsde <name>` subcommand. setup() adds the options to the CLI11 subcommand `sub` and
 /// returns the action to run once the command line has been parsed (it returns the exit code).
 struct command {

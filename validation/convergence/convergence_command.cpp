@@ -53,15 +53,6 @@ struct convergence_args {
   bool list = false;
 };
 
-/// A decimal integer in [0, 2^64): CLI11 would otherwise wrap "-5" around to 2^64 − 5.
-const CLI::Validator non_negative_integer(
-    [](std::string& text) -> std::string {
-      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-        return "must be a non-negative integer (got '" + text + "')";
-      return {};
-    },
-    "NONNEGATIVE", "non-negative integer");
-
 enum class child_output { discard, to_stderr };
 
 /// Runs argv[0] with the arguments (no shell, so no quoting issues) with its stdout discarded or

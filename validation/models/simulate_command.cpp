@@ -43,15 +43,6 @@ struct simulate_args {
   std::string format = "table";
 };
 
-/// A decimal integer in [0, 2^64): CLI11 would otherwise wrap "-5" around to 2^64 − 5.
-const CLI::Validator non_negative_integer(
-    [](std::string& text) -> std::string {
-      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-        return "must be a non-negative integer (got '" + text + "')";
-      return {};
-    },
-    "NONNEGATIVE", "non-negative integer");
-
 int run_simulate_command(const simulate_args& a) {
   const std::optional<models::covariance_sde> sde = make_model(a.model);
   if (!sde) return exit_usage;
