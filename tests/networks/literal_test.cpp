@@ -35,6 +35,21 @@ struct entry_means {
   support::sample_mean& at(int a, int b, int m) { return e[static_cast<std::size_t>(a * m + b)]; }
 };
 
+/// Checks every upper-triangle mean against expected(a, b): within 5 standard errors plus `allowance`.
+void check_means(entry_means& means, const matrix& expected, int m, double allowance = 0.0) {
+  for (int a = 0; a < m; ++a) {
+    for (int b = a; b < m; ++b) {
+      const support::sample_mean& s = means.at(a, b, m);
+      CAPTURE(a);
+      CAPTURE(b);
+      CAPTURE(s.mean());
+      CAPTURE(expected(a, b));
+      CAPTURE(s.stderr_of_mean());
+      CHECK(std::abs(s.mean() - expected(a, b)) <= 5 * s.stderr_of_mean() + allowance);
+    }
+  }
+}
+
 /// The message of the ncsde::invalid_argument thrown by f ("" if none).
 template <class F>
 std::string message_of(F&& f) {
@@ -89,16 +104,7 @@ TEST_CASE("MLP one-layer drift is exactly c(n) b_ReLU at finite n (SPEC.md §5)"
   models::b_relu(v0, p.c_plus, p.c_minus, b);
   const double c_n = net.c();
   CHECK(std::abs(c_n - 2.0 / (1.0 + 0.25)) <= 4 * eps);  // s₊ = 1, s₋ = 1 − 2/4
-  for (int a = 0; a < m; ++a) {
-    for (int b_ = a; b_ < m; ++b_) {
-      const support::sample_mean& s = means.at(a, b_, m);
-      CAPTURE(a);
-      CAPTURE(b_);
-      CAPTURE(s.mean());
-      CAPTURE(s.stderr_of_mean());
-      CHECK(std::abs(s.mean() - c_n * b(a, b_)) <= 5 * s.stderr_of_mean());
-    }
-  }
+  check_means(means, c_n * b, m);
   // Power: the off-diagonal drift differs from the limit b_ReLU (c = 1) by (c(16) − 1) b_ReLU ≈ 0.6
   // b, which this sample resolves: the factor c(n) is really being tested.
   const support::sample_mean& s01 = means.at(0, 1, m);
@@ -175,16 +181,7 @@ TEST_CASE("ResNet one-layer drift is exactly γ² c(n) b_ReLU at finite n (SPEC.
   }
   matrix b;
   models::b_relu(v0, p.c_plus, p.c_minus, b);
-  for (int a = 0; a < m; ++a) {
-    for (int b_ = a; b_ < m; ++b_) {
-      const support::sample_mean& s = means.at(a, b_, m);
-      CAPTURE(a);
-      CAPTURE(b_);
-      CAPTURE(s.mean());
-      CAPTURE(s.stderr_of_mean());
-      CHECK(std::abs(s.mean() - p.gamma2 * net.c() * b(a, b_)) <= 5 * s.stderr_of_mean());
-    }
-  }
+  check_means(means, p.gamma2 * net.c() * b, m);
 }
 
 TEST_CASE("attention one-layer drift n E[ΔV] ≈ γ² b_att (SPEC.md §4.3, §5)") {
@@ -225,17 +222,7 @@ TEST_CASE("attention one-layer drift n E[ΔV] ≈ γ² b_att (SPEC.md §4.3, §5
   b *= p.gamma2;
   const double allowance =
       p.gamma2 * std::pow(v0.cwiseAbs().maxCoeff(), 5) / (std::pow(p.tau0, 4) * n);
-  for (int a = 0; a < m; ++a) {
-    for (int b_ = a; b_ < m; ++b_) {
-      const support::sample_mean& s = means.at(a, b_, m);
-      CAPTURE(a);
-      CAPTURE(b_);
-      CAPTURE(s.mean());
-      CAPTURE(b(a, b_));
-      CAPTURE(s.stderr_of_mean());
-      CHECK(std::abs(s.mean() - b(a, b_)) <= 5 * s.stderr_of_mean() + allowance);
-    }
-  }
+  check_means(means, b, m, allowance);
   // Power: the drift is resolved (b^{22} ≈ 0.19 is ≈ 10 standard errors), so the check above would
   // see a missing or doubled attention drift.
   const support::sample_mean& s22 = means.at(2, 2, m);
