@@ -127,18 +127,17 @@ matrix rate_at_zero(F moments, double delta) {
 }
 
 /// Monte Carlo of vec V vec Vᵀ: mean and standard error of each entry.
-struct product_moments {
+/// Entrywise sample mean and standard error of the mean of a stream of matrices.
+struct entry_moments {
   matrix sum, sum_sq;
   long long n = 0;
-  void add(const matrix& v) {
-    const Eigen::Map<const vector> x(v.data(), v.size());
-    const matrix p = x * x.transpose();
+  void add(const matrix& x) {
     if (n == 0) {
-      sum = matrix::Zero(p.rows(), p.cols());
+      sum = matrix::Zero(x.rows(), x.cols());
       sum_sq = sum;
     }
-    sum += p;
-    sum_sq += p.cwiseAbs2();
+    sum += x;
+    sum_sq += x.cwiseAbs2();
     ++n;
   }
   matrix mean() const { return sum / static_cast<double>(n); }
@@ -146,6 +145,14 @@ struct product_moments {
     const double nn = static_cast<double>(n);
     const matrix var = (sum_sq / nn - mean().cwiseAbs2()) * (nn / (nn - 1));
     return (var / nn).cwiseSqrt();
+  }
+};
+
+/// The same for the products vec V vec Vᵀ: estimates E[V^{ab}V^{cd}] laid out as second_moments().
+struct product_moments : entry_moments {
+  void add(const matrix& v) {
+    const Eigen::Map<const vector> x(v.data(), v.size());
+    entry_moments::add(x * x.transpose());
   }
 };
 
@@ -312,20 +319,16 @@ TEST_CASE("exact pathwise solutions have the exact moments") {
   const double t = 1.0;
   auto run = [&](const auto& sde, const matrix& v0, int k) {
     product_moments second;
-    matrix mean_sum = matrix::Zero(v0.rows(), v0.cols()), mean_sq = mean_sum;
+    entry_moments first;
     vector w(k);
     for (long long i = 0; i < n; ++i) {
       ncsde::random_stream(77, static_cast<std::uint64_t>(i))
           .normals(ncsde::random_domain::user, 0, 0, w);
       const matrix v = sde.exact(v0, std::sqrt(t) * w, t);
-      mean_sum += v;
-      mean_sq += v.cwiseAbs2();
+      first.add(v);
       second.add(v);
     }
-    const double nn = static_cast<double>(n);
-    const matrix mean = mean_sum / nn;
-    const matrix se = ((mean_sq / nn - mean.cwiseAbs2()) / (nn - 1)).cwiseSqrt();
-    CHECK(within(mean, sde.mean(v0, t), se));
+    CHECK(within(first.mean(), sde.mean(v0, t), first.stderr_()));
     CHECK(within(second.mean(), sde.second_moments(v0, t), second.stderr_()));
   };
   SUBCASE("gbm") { run(analytic::gbm(), matrix::Constant(1, 1, 1.0), 1); }
@@ -343,21 +346,17 @@ TEST_CASE("the Wishart law (X0 + W)(X0 + W)ᵀ has the exact moments of the SDE"
   const double t = 0.5;
   const long long n = 100'000;
   product_moments second;
-  matrix mean_sum = matrix::Zero(2, 2), mean_sq = mean_sum;
+  entry_moments first;
   vector z(8);
   for (long long i = 0; i < n; ++i) {
     ncsde::random_stream(78, static_cast<std::uint64_t>(i))
         .normals(ncsde::random_domain::user, 0, 0, z);
     const matrix v = analytic::wishart::exact_in_law(
         x0, std::sqrt(t) * Eigen::Map<const matrix>(z.data(), 2, 4));
-    mean_sum += v;
-    mean_sq += v.cwiseAbs2();
+    first.add(v);
     second.add(v);
   }
-  const double nn = static_cast<double>(n);
-  const matrix mean = mean_sum / nn;
-  const matrix se = ((mean_sq / nn - mean.cwiseAbs2()) / (nn - 1)).cwiseSqrt();
-  CHECK(within(mean, sde.mean(v0, t), se));
+  CHECK(within(first.mean(), sde.mean(v0, t), first.stderr_()));
   CHECK(within(second.mean(), sde.second_moments(v0, t), second.stderr_()));
 }
 
@@ -375,18 +374,14 @@ TEST_CASE("Euler–Maruyama moment recursions match simulated Euler–Maruyama c
     opt.policy = ncsde::pd_policy::count;
     ncsde::euler_maruyama<> em;
     product_moments second;
-    matrix sum = matrix::Zero(v0.rows(), v0.cols()), sum_sq = sum;
+    entry_moments first;
     for (long long p = 0; p < paths; ++p) {
       const matrix v = ncsde::integrate(em, prob, opt, 91, static_cast<std::uint64_t>(p)).v;
       second.add(v);
-      sum += v;
-      sum_sq += v.cwiseAbs2();
+      first.add(v);
     }
     CHECK(within(second.mean(), sde.euler_second_moments(v0, t / steps, steps), second.stderr_()));
-    const double nn = static_cast<double>(paths);
-    const matrix mean = sum / nn;
-    return std::pair<matrix, matrix>(mean,
-                                     ((sum_sq / nn - mean.cwiseAbs2()) / (nn - 1)).cwiseSqrt());
+    return std::pair<matrix, matrix>(first.mean(), first.stderr_());
   };
   // EM reproduces E[V_T] exactly on both structured-noise problems (drift affine, noise mean zero):
   // V0 for the linear covariance SDE, V0 + pT I for Wishart; the sample means agree within 5 se.
