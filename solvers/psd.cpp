@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "ncsde/symmetric.hpp"
+
 namespace ncsde {
 
 double psd_round_off(const matrix& v) {
@@ -29,7 +31,7 @@ double psd_checker::project(matrix& v, double floor) {
   m_work.noalias() = m_eigen.eigenvectors() * clipped.asDiagonal();
   v.noalias() = m_work * m_eigen.eigenvectors().transpose();
   // The product is symmetric only up to round-off; make it exact.
-  v = (0.5 * (v + v.transpose())).eval();
+  symmetrize(v);
   return lmin;
 }
 

@@ -66,6 +66,7 @@
 #include "ncsde/statistics.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "ncsde/symmetric.hpp"
 
 namespace ncsde {
 
@@ -238,7 +239,7 @@ class martingale_observer {
       m_inc.dw.setZero();
       m_a = m_previous;
       m_em.do_step(m_sde, m_a, m_t, m_inc);
-      m_a = (0.5 * (m_a + m_a.transpose())).eval();
+      symmetrize(m_a);
       m_zero.setZero(v.rows(), v.cols());
       const double u0 = u(m_zero);
       double quadratic = 0.0;
@@ -247,7 +248,8 @@ class martingale_observer {
         m_c = m_previous;
         m_em.do_step(m_sde, m_c, m_t, m_inc);
         m_inc.dw(j) = 0.0;
-        m_c = (0.5 * (m_c + m_c.transpose())).eval() - m_a;
+        symmetrize(m_c);
+        m_c -= m_a;
         quadratic += 0.5 * (u(m_c) + u((-m_c).eval())) - u0;  // q(C_j) by polarisation
       }
       m_z += u(v) - (u(m_a) + m_inc.dt * quadratic);

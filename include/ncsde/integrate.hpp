@@ -172,7 +172,7 @@ class path_integrator {
           e.what, m_path, grid_step, t, r.v.cwiseAbs().maxCoeff()));
     }
     // Symmetric by construction; make round-off asymmetry of user coefficients exact.
-    m_trial = (0.5 * (m_trial + m_trial.transpose())).eval();
+    symmetrize(m_trial);
     if (!m_trial.allFinite() || !(m_trial.cwiseAbs().maxCoeff() <= m_opt.blowup_threshold)) {
       r.v = m_trial;
       m_blowup_time = t + inc.dt;

@@ -364,7 +364,7 @@ class odeint_stepper {
           fmt::format("odeint_stepper: the {} returned {} at step {}, t = {} (max |V| = {:.6g})",
                       e.which, e.what, n, t, v.cwiseAbs().maxCoeff()));
     }
-    v = (0.5 * (v + v.transpose())).eval();
+    symmetrize(v);
   }
 
   /// The wrapped scheme (with its workspaces).

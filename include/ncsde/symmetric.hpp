@@ -33,6 +33,11 @@ void pack_upper(const matrix& v, Eigen::Ref<vector> out);
 /// Inverse of pack_upper: a symmetric matrix from its packed upper triangle.
 void unpack_upper(const Eigen::Ref<const vector>& packed, matrix& out);
 
+/// V ← (V + Vᵀ)/2 in place, without a temporary: entry by entry the same numbers as
+/// (0.5 * (V + Vᵀ)).eval(). Steps are symmetric by construction; this removes the round-off
+/// asymmetry of user coefficients after each step (integrate, the odeint adapter, projections).
+void symmetrize(matrix& v);
+
 /// Largest |v(a,b) − v(b,a)|.
 double asymmetry(const matrix& v);
 
