@@ -5,11 +5,11 @@
 
 #include <random>
 
+#include "ncsde/analytic.hpp"
 #include "ncsde/levy_area.hpp"
 #include "ncsde/noise.hpp"
 #include "ncsde/random.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
-#include "ncsde/symmetric.hpp"
 
 namespace {
 
@@ -58,29 +58,8 @@ void bench_iterated(benchmark::State& state, ncsde::levy_area_method method) {
 BENCHMARK_CAPTURE(bench_iterated, wiktorsson, ncsde::levy_area_method::wiktorsson)->Arg(2)->Arg(8)->Arg(18);
 BENCHMARK_CAPTURE(bench_iterated, fourier, ncsde::levy_area_method::fourier)->Arg(2)->Arg(8)->Arg(18);
 
-// Structured O(m³) noise L W Lᵀ (k = m²) vs the dense adapter's O(m⁶) factor of Σ_lin, one EM step.
-struct structured_linear {
-  int noise_dimension(int m) const { return m * m; }
-  void drift(const ncsde::matrix& v, ncsde::matrix& out, double) const { out.setZero(v.rows(), v.cols()); }
-  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out, double) const {
-    const Eigen::Index m = v.rows();
-    m_l = v.llt().matrixL();
-    m_g = Eigen::Map<const ncsde::matrix>(xi.data(), m, m);
-    m_w = (m_g + m_g.transpose()) / std::sqrt(2.0);
-    out.noalias() = m_l * m_w * m_l.transpose();
-  }
-  mutable ncsde::matrix m_l, m_g, m_w;
-};
-
-struct dense_linear {
-  void drift(const ncsde::matrix& v, ncsde::matrix& out, double) const { out.setZero(v.rows(), v.cols()); }
-  void covariance(const ncsde::matrix& v, ncsde::matrix& sigma, double) const {
-    ncsde::fill_packed_covariance(static_cast<int>(v.rows()), sigma, [&](int a, int b, int c, int d) {
-      return v(a, c) * v(b, d) + v(a, d) * v(b, c);
-    });
-  }
-};
-
+// Structured O(m³) noise L W Lᵀ (k = m²) vs the dense adapter's O(m⁶) factor of Σ_lin, one EM step:
+// the same SDE (analytic::linear_covariance), once as a noise map and once through its covariance().
 ncsde::matrix bench_state(int m) {
   ncsde::matrix v = ncsde::matrix::Identity(m, m);
   for (int a = 0; a < m; ++a)
@@ -110,9 +89,11 @@ void bench_em_step(benchmark::State& state, S sde) {
     benchmark::DoNotOptimize(v.data());
   }
 }
-void bench_em_structured(benchmark::State& state) { bench_em_step(state, structured_linear{}); }
+void bench_em_structured(benchmark::State& state) {
+  bench_em_step(state, ncsde::analytic::linear_covariance{});
+}
 void bench_em_dense(benchmark::State& state) {
-  bench_em_step(state, ncsde::dense_covariance_noise<dense_linear>(dense_linear{}));
+  bench_em_step(state, ncsde::dense_covariance_noise<ncsde::analytic::linear_covariance>({}));
 }
 BENCHMARK(bench_em_structured)->RangeMultiplier(2)->Range(2, 16);
 BENCHMARK(bench_em_dense)->RangeMultiplier(2)->Range(2, 16);
