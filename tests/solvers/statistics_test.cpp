@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ncsde/error.hpp"
+#include "ncsde/random.hpp"
 #include "ncsde/statistics.hpp"
 #include "support/random_matrices.hpp"
 
@@ -162,4 +163,66 @@ TEST_CASE("student_t_975: table and Cornish–Fisher expansion within 1e-4") {
   }
   CHECK_THROWS_WITH_AS(ncsde::student_t_975(0), doctest::Contains("student_t_975: dof must be >= 1 (got 0)"),
                        ncsde::invalid_argument);
+}
+
+TEST_CASE("kolmogorov_survival: both series agree with the Kolmogorov law to 1e-12") {
+  // Reference values Q(λ) = P(K > λ) from scipy.stats.kstwobign.sf.
+  const double lambda[] = {0.2, 0.5, 0.8, 1.0, 1.2, 1.358, 1.628, 2.5};
+  const double q[] = {0.999999999999495,   0.9639452436648751,  0.5441424115741981,
+                      0.26999967167735456, 0.11224966667072497, 0.05002679733444698,
+                      0.009975522431181053, 7.453306344157342e-06};
+  for (int i = 0; i < 8; ++i) {
+    CAPTURE(lambda[i]);
+    CHECK(std::abs(ncsde::kolmogorov_survival(lambda[i]) - q[i]) <= 1e-12);
+  }
+  CHECK(ncsde::kolmogorov_survival(0.0) == 1.0);
+  CHECK(ncsde::kolmogorov_survival(-1.0) == 1.0);
+}
+
+TEST_CASE("ks_two_sample: distance with ties and infinities, p-value calibration, bad input") {
+  // D by hand (scipy.stats.ks_2samp agrees): the largest gap is at x = 0.4, where F₁ = 3/6 (the tie
+  // counts twice) and F₂ = 1/8: |0.5 − 0.125| = 0.375.
+  const ncsde::ks_result r = ncsde::ks_two_sample({0.1, 0.4, 0.4, 0.9, 1.3, 2.0},
+                                                  {0.4, 0.5, 0.7, 1.1, 1.3, 1.3, 2.5, 3.0});
+  CHECK(r.distance == doctest::Approx(0.375).epsilon(1e-15));
+  CHECK(r.n1 == 6);
+  CHECK(r.n2 == 8);
+  // Identical samples: D = 0, p = 1. Disjoint: D = 1. +inf is a value like any other.
+  CHECK(ncsde::ks_two_sample({1, 2, 3}, {3, 2, 1}).distance == 0.0);
+  CHECK(ncsde::ks_two_sample({1, 2}, {3, inf_value}).distance == 1.0);
+  CHECK(ncsde::ks_two_sample({1, inf_value}, {1, 2}).distance == 0.5);
+
+  // Calibration: 400 pairs of equal-law samples (500 vs 700 normals); the fraction with p < 0.05
+  // is Binomial(400, 0.05 + O(error of the asymptotic law)): mean 20, sd 4.4; accept 5..40
+  // (> 3 sd either side, so a p-value off by a factor of 2 in either direction fails).
+  int rejected = 0;
+  for (int rep = 0; rep < 400; ++rep) {
+    std::vector<double> a(500), b(700);
+    const ncsde::random_stream s(77, static_cast<std::uint64_t>(rep));
+    s.normals(ncsde::random_domain::user, 0, 0, a.data(), 500);
+    s.normals(ncsde::random_domain::user, 1, 0, b.data(), 700);
+    if (ncsde::ks_two_sample(a, b).p_value < 0.05) ++rejected;
+  }
+  CHECK(rejected >= 5);
+  CHECK(rejected <= 40);
+  // Power: a 0.3 sd shift with these sizes is D ≈ 0.12 ≫ D_0.01 = 0.096: rejected.
+  {
+    std::vector<double> a(500), b(700);
+    const ncsde::random_stream s(78, 0);
+    s.normals(ncsde::random_domain::user, 0, 0, a.data(), 500);
+    s.normals(ncsde::random_domain::user, 1, 0, b.data(), 700);
+    for (double& x : b) x += 0.3;
+    const ncsde::ks_result shifted = ncsde::ks_two_sample(a, b);
+    CHECK(shifted.distance > ncsde::ks_critical_distance(0.01, 500, 700));
+    CHECK(shifted.p_value < 0.01);
+  }
+  CHECK(ncsde::ks_critical_distance(0.01, 100, 100) == doctest::Approx(1.6276 * std::sqrt(0.02)).epsilon(1e-4));
+  CHECK(ncsde::ks_critical_distance(0.05, 100, 100) == doctest::Approx(1.3581 * std::sqrt(0.02)).epsilon(1e-4));
+
+  CHECK_THROWS_WITH_AS(ncsde::ks_two_sample({}, {1.0}), doctest::Contains("first sample is empty"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::ks_two_sample({1.0, std::nan("")}, {1.0}),
+                       doctest::Contains("first sample holds a NaN"), ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::ks_critical_distance(1.0, 10, 10),
+                       doctest::Contains("alpha must be in (0, 1) (got 1)"), ncsde::invalid_argument);
 }
