@@ -1,0 +1,182 @@
+#pragma once
+/// Many independent finite networks in parallel (SPEC.md §1, §6), as ensembles of the V-chain
+/// V_l = X_l X_lᵀ/n, l = 0..d, one layer per time step 1/n.
+///
+/// Network i runs on the stream random_stream(seed, i) and on nothing else, and writes only its own
+/// record, so the output is bit-identical whatever the number of threads and whatever order the
+/// networks ran in. Any sampler with the interface of literal_network / reduced_network works
+/// (concept network_sampler).
+///
+/// Stopped processes (SPEC.md §7.1, §8): with a finite stop_level K, a network stops at the first
+/// layer l ≥ 1 with max_a V_l^{aa} > K (checked on every layer, i.e. on the grid k/n of its time
+/// axis), and every recorded depth at or after l holds V_l (the stopped process V_{l∧τ}). A
+/// non-finite V (which a valid finite network never produces, but a sampler bug or an overflow
+/// could) stops the network with status blown_up instead of propagating NaN.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ncsde/ensemble.hpp"
+#include "ncsde/error.hpp"
+#include "ncsde/random.hpp"
+#include "ncsde/symmetric.hpp"
+
+namespace ncsde::networks {
+
+/// A finite-network sampler: a state (X for the literal network, V for the reduced one), its
+/// initial value from V₀, one layer l on a stream, and V of a state.
+template <class N>
+concept network_sampler = requires(const N& net, typename N::state& s, const matrix& v0,
+                                   const random_stream& stream, std::uint64_t l) {
+  { net.m() } -> std::convertible_to<int>;
+  { net.n() } -> std::convertible_to<int>;
+  { net.initial_state(v0, stream) } -> std::convertible_to<typename N::state>;
+  net.step(s, l, stream);
+  { net.covariance(s) } -> std::convertible_to<matrix>;
+};
+
+struct network_options {
+  std::uint64_t seed = 1;
+  long long networks = 1000;
+  int threads = 0;                 ///< 0: all hardware threads
+  /// Layers at which V is recorded: strictly increasing, in [0, d]. Empty: {d} only. Networks run
+  /// to depths.back() (later layers cannot change what is recorded).
+  std::vector<int> depths;
+  /// Stop level K for max_a V^{aa} (checked after every layer); +inf: never stop.
+  double stop_level = std::numeric_limits<double>::infinity();
+  progress_mode progress = progress_mode::automatic;
+};
+
+/// One network: its status (completed, stopped at max_a V^{aa} > K, or blown_up on a non-finite V),
+/// the layer at which it stopped (depths.back() when completed), and the upper triangle of V (row-major, as
+/// pack_upper) at each recorded depth (frozen at the stopped value after stopping).
+struct network_record {
+  path_status status = path_status::completed;
+  int stop_layer = 0;
+  std::vector<vector> packed;
+};
+
+struct network_ensemble {
+  int m = 0, n = 0, d = 0;
+  std::uint64_t seed = 0;
+  int threads = 1;
+  double stop_level = std::numeric_limits<double>::infinity();
+  std::vector<int> depths;
+  std::vector<network_record> records;  ///< in network order
+  long long completed = 0, stopped = 0, blown_up = 0;
+  double seconds = 0.0;
+
+  /// The t_stop of a record on the time axis t = l/n.
+  double time(const network_record& r) const { return static_cast<double>(r.stop_layer) / n; }
+  /// Fraction of networks that stopped (max_a V^{aa} > K, or non-finite) by depths.back(), and its binomial standard
+  /// error √(p(1 − p)/N).
+  double stopped_fraction() const;
+  double stopped_stderr() const;
+  /// Values of f(V) at recorded depth j (index into depths), one per network, in network order.
+  std::vector<double> values(std::size_t j, const functional& f) const;
+};
+
+namespace detail {
+/// Checks the options against d (named messages) and returns the depths to record.
+std::vector<int> resolve_depths(const network_options& opt, int d);
+}  // namespace detail
+
+/// Runs opt.networks independent networks of depth d from V₀ (m×m, PSD). Throws
+/// ncsde::invalid_argument naming the parameter and value for d < 1, networks < 1, threads < 0,
+/// depths not strictly increasing in [0, d], stop_level not > 0 (NaN included), or a bad V₀ (by the
+/// sampler's initial_state). An exception inside a network is rethrown (the lowest network index
+/// first) after the workers stop.
+template <network_sampler N>
+network_ensemble sample_networks(const N& net, const matrix& v0, int d,
+                                 const network_options& opt) {
+  network_ensemble out;
+  out.depths = detail::resolve_depths(opt, d);
+  // Validates V₀ before any thread starts (the sampler's own message).
+  (void)net.initial_state(v0, random_stream(opt.seed, 0));
+  out.m = net.m();
+  out.n = net.n();
+  out.d = d;
+  out.seed = opt.seed;
+  out.stop_level = opt.stop_level;
+  out.threads = ncsde::detail::resolve_threads(opt.threads);
+  out.records.resize(static_cast<std::size_t>(opt.networks));
+  const int last = out.depths.back();
+  const int K = packed_size(out.m);
+
+  std::atomic<long long> next{0}, done{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::vector<std::pair<long long, std::exception_ptr>> errors;
+  ncsde::detail::progress_bar bar(opt.progress, opt.networks, "networks");
+
+  auto run_one = [&](long long i) {
+    const random_stream stream(opt.seed, static_cast<std::uint64_t>(i));
+    network_record& rec = out.records[static_cast<std::size_t>(i)];
+    rec.packed.assign(out.depths.size(), vector(K));
+    typename N::state s = net.initial_state(v0, stream);
+    std::size_t next_depth = 0;
+    matrix v = net.covariance(s);
+    for (int l = 0;; ++l) {
+      if (l > 0) {
+        const bool finite = v.allFinite();
+        if (!finite || v.diagonal().maxCoeff() > opt.stop_level) {
+          rec.status = finite ? path_status::stopped : path_status::blown_up;
+          rec.stop_layer = l;
+          for (; next_depth < out.depths.size(); ++next_depth) pack_upper(v, rec.packed[next_depth]);
+          return;
+        }
+      }
+      while (next_depth < out.depths.size() && out.depths[next_depth] == l)
+        pack_upper(v, rec.packed[next_depth++]);
+      if (l == last) break;
+      net.step(s, static_cast<std::uint64_t>(l), stream);
+      v = net.covariance(s);
+    }
+    rec.status = path_status::completed;
+    rec.stop_layer = last;
+  };
+
+  const auto start = std::chrono::steady_clock::now();
+  {
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < out.threads; ++t)
+      pool.emplace_back([&] {
+        for (;;) {
+          if (failed.load()) return;
+          const long long i = next.fetch_add(1);
+          if (i >= opt.networks) return;
+          try {
+            run_one(i);
+          } catch (...) {
+            std::lock_guard lock(error_mutex);
+            errors.emplace_back(i, std::current_exception());
+            failed.store(true);
+          }
+          const long long finished = done.fetch_add(1) + 1;
+          if (bar.enabled() && (finished % 16 == 0 || finished == opt.networks)) bar.update(finished);
+        }
+      });
+  }
+  bar.finish();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!errors.empty()) {
+    std::sort(errors.begin(), errors.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::rethrow_exception(errors.front().second);
+  }
+  for (const network_record& r : out.records) {
+    if (r.status == path_status::completed) ++out.completed;
+    if (r.status == path_status::stopped) ++out.stopped;
+    if (r.status == path_status::blown_up) ++out.blown_up;
+  }
+  return out;
+}
+
+}  // namespace ncsde::networks
