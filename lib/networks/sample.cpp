@@ -1,6 +1,7 @@
 #include "ncsde/networks/sample.hpp"
 
 #include <cmath>
+#include <limits>
 
 namespace ncsde::networks {
 
@@ -21,7 +22,26 @@ std::vector<double> network_ensemble::values(std::size_t j, const functional& f)
   out.reserve(records.size());
   matrix v(m, m);
   for (const network_record& r : records) {
+    if (r.status == path_status::blown_up) {
+      out.push_back(std::numeric_limits<double>::infinity());
+      continue;
+    }
     unpack_upper(r.packed[j], v);
+    out.push_back(f.f(v));
+  }
+  return out;
+}
+
+std::vector<double> network_ensemble::stopped_values(const functional& f) const {
+  std::vector<double> out;
+  out.reserve(records.size());
+  matrix v(m, m);
+  for (const network_record& r : records) {
+    if (r.status == path_status::blown_up) {
+      out.push_back(std::numeric_limits<double>::infinity());
+      continue;
+    }
+    unpack_upper(r.stopped_value(), v);
     out.push_back(f.f(v));
   }
   return out;

@@ -114,6 +114,24 @@ TEST_CASE("sample_networks: stopped process V_{l∧τ} at max_a V^{aa} > K, chec
     if (tau <= 5) CHECK((rec.packed[0] - frozen).norm() == 0.0);
   }
   CHECK(stopped == r.stopped);
+  // continue_after_stop: same τ and V_τ, but the depths hold the unstopped V.
+  auto cont = opt;
+  cont.continue_after_stop = true;
+  const auto u = ncsde::networks::sample_networks(toy, v0_toy(), 20, cont);
+  CHECK(u.stopped == r.stopped);
+  const auto rho_stopped = r.values(1, ncsde::entry_functional(0, 0));
+  const auto rho_from_u = u.stopped_values(ncsde::entry_functional(0, 0));
+  for (long long i = 0; i < opt.networks; ++i) {
+    const auto& a = r.records[static_cast<std::size_t>(i)];
+    const auto& b = u.records[static_cast<std::size_t>(i)];
+    CHECK(a.status == b.status);
+    CHECK(a.stop_layer == b.stop_layer);
+    CHECK(rho_stopped[static_cast<std::size_t>(i)] == rho_from_u[static_cast<std::size_t>(i)]);
+    ncsde::vector end(3);
+    ncsde::pack_upper(replay(toy, 4, i, 20), end);
+    CHECK((b.packed[1] - end).norm() == 0.0);
+    if (a.status == ncsde::path_status::completed) CHECK(b.at_stop.size() == 0);
+  }
   CHECK(stopped > 20);       // the level is reached often (V²² starts at 2, σ√20 ≈ 2.2)
   CHECK(stopped < 400);
   CHECK(r.stopped_fraction() == doctest::Approx(stopped / 400.0));
@@ -132,6 +150,8 @@ TEST_CASE("sample_networks: non-finite V is blown_up data, bad options are named
   CHECK(r.records[0].status == ncsde::path_status::blown_up);
   CHECK(r.records[0].stop_layer == 3);
   CHECK(r.stopped_fraction() == 1.0);
+  CHECK(std::isinf(r.values(0, ncsde::entry_functional(0, 1))[0]));
+  CHECK(std::isinf(r.stopped_values(ncsde::entry_functional(0, 1))[2]));
 
   toy.poison_layer = -1;
   const ncsde::matrix v = v0_toy();

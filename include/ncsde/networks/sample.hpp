@@ -8,8 +8,10 @@
 /// (concept network_sampler).
 ///
 /// Stopped processes (SPEC.md §7.1, §8): with a finite stop_level K, a network stops at the first
-/// layer l ≥ 1 with max_a V_l^{aa} > K (checked on every layer, i.e. on the grid k/n of its time
-/// axis), and every recorded depth at or after l holds V_l (the stopped process V_{l∧τ}). A
+/// layer τ ≥ 1 with max_a V_τ^{aa} > K (checked on every layer, i.e. on the grid k/n of its time
+/// axis), and every recorded depth at or after τ holds V_τ (the stopped process V_{l∧τ}). With
+/// continue_after_stop the network records τ and V_τ but runs on, so one run gives both the stopped
+/// and the unstopped laws. A
 /// non-finite V (which a valid finite network never produces, but a sampler bug or an overflow
 /// could) stops the network with status blown_up instead of propagating NaN.
 #include <algorithm>
@@ -51,16 +53,23 @@ struct network_options {
   std::vector<int> depths;
   /// Stop level K for max_a V^{aa} (checked after every layer); +inf: never stop.
   double stop_level = std::numeric_limits<double>::infinity();
+  /// Record the first passage τ (stop_layer, at_stop) but keep running: `packed` is then the
+  /// unstopped V at each depth.
+  bool continue_after_stop = false;
   progress_mode progress = progress_mode::automatic;
 };
 
 /// One network: its status (completed, stopped at max_a V^{aa} > K, or blown_up on a non-finite V),
-/// the layer at which it stopped (depths.back() when completed), and the upper triangle of V (row-major, as
-/// pack_upper) at each recorded depth (frozen at the stopped value after stopping).
+/// the layer τ at which it stopped (depths.back() when completed), and the upper triangle of V
+/// (row-major, as pack_upper) at each recorded depth: frozen at V_τ after stopping, or the unstopped
+/// V with continue_after_stop. at_stop holds V_τ (empty when the level was never passed).
 struct network_record {
   path_status status = path_status::completed;
   int stop_layer = 0;
   std::vector<vector> packed;
+  vector at_stop;
+  /// V_{τ∧l} at the last recorded depth l: at_stop if the level was passed, else packed.back().
+  const vector& stopped_value() const { return at_stop.size() ? at_stop : packed.back(); }
 };
 
 struct network_ensemble {
@@ -79,8 +88,12 @@ struct network_ensemble {
   /// error √(p(1 − p)/N).
   double stopped_fraction() const;
   double stopped_stderr() const;
-  /// Values of f(V) at recorded depth j (index into depths), one per network, in network order.
+  /// Values of f(V) at recorded depth j (index into depths), one per network, in network order;
+  /// +inf for a blown_up network (as ensembles count blown-up paths).
   std::vector<double> values(std::size_t j, const functional& f) const;
+  /// Values of f at the stopped value V_{τ∧l} of each network (record::stopped_value), +inf when
+  /// blown_up.
+  std::vector<double> stopped_values(const functional& f) const;
 };
 
 namespace detail {
@@ -123,14 +136,24 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
     typename N::state s = net.initial_state(v0, stream);
     std::size_t next_depth = 0;
     matrix v = net.covariance(s);
+    bool passed = false;
     for (int l = 0;; ++l) {
       if (l > 0) {
         const bool finite = v.allFinite();
-        if (!finite || v.diagonal().maxCoeff() > opt.stop_level) {
-          rec.status = finite ? path_status::stopped : path_status::blown_up;
-          rec.stop_layer = l;
-          for (; next_depth < out.depths.size(); ++next_depth) pack_upper(v, rec.packed[next_depth]);
-          return;
+        if (!finite || (!passed && v.diagonal().maxCoeff() > opt.stop_level)) {
+          if (!passed) {
+            rec.status = finite ? path_status::stopped : path_status::blown_up;
+            rec.stop_layer = l;
+            rec.at_stop.resize(K);
+            pack_upper(v, rec.at_stop);
+            passed = true;
+          }
+          if (!finite) rec.status = path_status::blown_up;
+          if (!finite || !opt.continue_after_stop) {
+            for (; next_depth < out.depths.size(); ++next_depth)
+              pack_upper(v, rec.packed[next_depth]);
+            return;
+          }
         }
       }
       while (next_depth < out.depths.size() && out.depths[next_depth] == l)
@@ -139,8 +162,10 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
       net.step(s, static_cast<std::uint64_t>(l), stream);
       v = net.covariance(s);
     }
-    rec.status = path_status::completed;
-    rec.stop_layer = last;
+    if (!passed) {
+      rec.status = path_status::completed;
+      rec.stop_layer = last;
+    }
   };
 
   const auto start = std::chrono::steady_clock::now();
