@@ -24,7 +24,7 @@ matrix gaussian(const random_stream& stream, std::uint64_t l, std::uint64_t tag,
 
 }  // namespace
 
-void attention_matrix(const matrix& s, bool causal, matrix& a) {
+void attention_matrix(const matrix& s, bool causal, matrix& a, attention_form form) {
   if (s.rows() != s.cols())
     throw_invalid("attention_matrix",
                   fmt::format("S must be square (got {}x{})", s.rows(), s.cols()));
@@ -41,6 +41,11 @@ void attention_matrix(const matrix& s, bool causal, matrix& a) {
       a(row, nu) = std::exp(s(row, nu) - top);
       total += a(row, nu);
     }
+    if (form == attention_form::unshaped) {
+      // Causal row 0: exp(0)/1 = 1, so A's row 0 is e₀ᵀ here too.
+      for (int nu = 0; nu < keys; ++nu) a(row, nu) /= total;
+      continue;
+    }
     const double centre = 1.0 / keys;
     for (int nu = 0; nu < keys; ++nu) a(row, nu) = a(row, nu) / total - centre;
     // Causal row 0: exp(0)/1 − 1 + 1 = 1 exactly and nothing else, so A's row 0 is e₀ᵀ.
@@ -48,9 +53,9 @@ void attention_matrix(const matrix& s, bool causal, matrix& a) {
   }
 }
 
-literal_network::literal_network(models::architecture arch, const models::shaped_params& p, int m,
-                                 int n, int n_k)
-    : m_arch(arch), m_params(p), m_m(m), m_n(n), m_n_k(n_k) {
+network_constants validate_network(const char* where, models::architecture arch,
+                                   const models::shaped_params& p, int m, int n, int n_k,
+                                   attention_form form) {
   // !(x > 0) rather than x <= 0: the negated forms also reject NaN.
   if (m < 1) throw_invalid_argument(where, "m", m, ">= 1");
   if (n < 2) throw_invalid_argument(where, "n", n, ">= 2");
@@ -60,6 +65,11 @@ literal_network::literal_network(models::architecture arch, const models::shaped
   models::validate_params(where, arch, p);
   if (n % p.heads != 0)
     throw_invalid_argument(where, "heads", p.heads, fmt::format("a divisor of n = {}", n));
+  const bool has_attention =
+      arch == models::architecture::attention || arch == models::architecture::transformer;
+  if (!has_attention && form != attention_form::shaped)
+    throw_invalid_argument(where, "form", "unshaped", "shaped for mlp and resnet (no attention)");
+  network_constants k;
   const bool has_relu_branch =
       arch == models::architecture::resnet || arch == models::architecture::transformer;
   if (has_relu_branch) {
@@ -69,32 +79,72 @@ literal_network::literal_network(models::architecture arch, const models::shaped
       throw_invalid_argument(
           where, "hidden_ratio", p.hidden_ratio,
           fmt::format("such that r·n is a positive integer (n = {}, r·n = {})", n, rn));
-    m_hidden = static_cast<int>(rounded);
+    k.hidden = static_cast<int>(rounded);
   }
   const double root_n = std::sqrt(static_cast<double>(n));
-  m_s_plus = 1.0 + p.c_plus / root_n;
-  m_s_minus = 1.0 + p.c_minus / root_n;
+  k.s_plus = 1.0 + p.c_plus / root_n;
+  k.s_minus = 1.0 + p.c_minus / root_n;
   // s₊² + s₋² > 0 unless s₊ = s₋ = 0, i.e. c₊ = c₋ = −√n: σ_s ≡ 0 and no c normalises it.
-  const double norm = m_s_plus * m_s_plus + m_s_minus * m_s_minus;
+  const double norm = k.s_plus * k.s_plus + k.s_minus * k.s_minus;
   if (!(norm > 0.0) && arch != models::architecture::attention)
     throw_invalid_argument(
         where, "c_plus", p.c_plus,
         fmt::format("such that s₊² + s₋² > 0 (c_minus = {}, n = {})", p.c_minus, n));
-  m_c = norm > 0.0 ? 2.0 / norm : 1.0;
+  k.c = norm > 0.0 ? 2.0 / norm : 1.0;
   if (arch == models::architecture::mlp) {
-    m_lambda = 0.0;
-    m_gamma = 1.0;
+    k.lambda = 0.0;
+    k.gamma = 1.0;
   } else {
-    m_lambda = std::sqrt(1.0 - p.gamma2);
-    m_gamma = std::sqrt(p.gamma2);
+    k.lambda = std::sqrt(1.0 - p.gamma2);
+    k.gamma = std::sqrt(p.gamma2);
+  }
+  // Shaped: τ = τ₀√(n n_k) (SPEC.md §1.3); unshaped: τ = τ₀√n_k, the usual QKᵀ/√n_k at τ₀ = 1.
+  k.tau = form == attention_form::shaped ? p.tau0 * std::sqrt(static_cast<double>(n) * n_k)
+                                         : p.tau0 * std::sqrt(static_cast<double>(n_k));
+  return k;
+}
+
+matrix validate_initial_covariance(const char* where, const matrix& v0, int m) {
+  matrix v = validate_state(where, "V0", v0, /*require_psd=*/true);
+  if (v.rows() != m)
+    throw_invalid_argument(where, "V0", fmt::format("{}x{}", v.rows(), v.cols()),
+                           fmt::format("{}x{} (m = {})", m, m, m));
+  return v;
+}
+
+namespace detail {
+
+void validate_depths(const char* where, int d, const std::vector<int>& depths) {
+  if (d < 1) throw_invalid_argument(where, "d", d, ">= 1");
+  if (depths.empty()) throw_invalid(where, "depths must be non-empty");
+  for (std::size_t i = 0; i < depths.size(); ++i) {
+    if (depths[i] < 0 || depths[i] > d)
+      throw_invalid_argument(where, fmt::format("depths[{}]", i), depths[i],
+                             fmt::format("in [0, d = {}]", d));
+    if (i > 0 && depths[i] <= depths[i - 1])
+      throw_invalid_argument(
+          where, fmt::format("depths[{}]", i), depths[i],
+          fmt::format("> depths[{}] = {} (strictly increasing)", i - 1, depths[i - 1]));
   }
 }
 
+}  // namespace detail
+
+literal_network::literal_network(models::architecture arch, const models::shaped_params& p, int m,
+                                 int n, int n_k, attention_form form)
+    : m_arch(arch), m_params(p), m_m(m), m_n(n), m_n_k(n_k), m_form(form) {
+  const network_constants k = validate_network(where, arch, p, m, n, n_k, form);
+  m_hidden = k.hidden;
+  m_s_plus = k.s_plus;
+  m_s_minus = k.s_minus;
+  m_c = k.c;
+  m_lambda = k.lambda;
+  m_gamma = k.gamma;
+  m_tau = k.tau;
+}
+
 matrix literal_network::initial_state(const matrix& v0, const random_stream& stream) const {
-  const matrix v = validate_state(where, "V0", v0, /*require_psd=*/true);
-  if (v.rows() != m_m)
-    throw_invalid_argument(where, "V0", fmt::format("{}x{}", v.rows(), v.cols()),
-                           fmt::format("{}x{} (m = {})", m_m, m_m, m_m));
+  const matrix v = validate_initial_covariance(where, v0, m_m);
   const matrix l0 = models::factor(v);
   matrix g(m_n, m_m);
   stream.normals(random_domain::initial, 0, 0, g.data(), g.size());
@@ -120,7 +170,6 @@ void literal_network::attention_branch(const matrix& x, std::uint64_t l,
                                        const random_stream& stream, matrix& y) const {
   const int heads = m_params.heads;
   const double inv_root_n = 1.0 / std::sqrt(static_cast<double>(m_n));
-  const double tau = m_params.tau0 * std::sqrt(static_cast<double>(m_n) * m_n_k);
   const bool projected = m_params.output_projection;
   const int value_width = projected ? m_n / heads : m_n;
   matrix a;
@@ -135,8 +184,8 @@ void literal_network::attention_branch(const matrix& x, std::uint64_t l,
     const matrix w_k = gaussian(stream, l, weight_tag(weight_kind::key, h), m_n, m_n_k, inv_root_n);
     const matrix q = x * w_q;
     const matrix k = x * w_k;
-    const matrix s = (q * k.transpose()) / tau;
-    attention_matrix(s, m_params.causal, a);
+    const matrix s = (q * k.transpose()) / m_tau;
+    attention_matrix(s, m_params.causal, a, m_form);
     const matrix w_v =
         gaussian(stream, l, weight_tag(weight_kind::value, h), m_n, value_width, 1.0);
     const matrix head_out = (a * (x * w_v)) * inv_root_n;
@@ -181,34 +230,15 @@ void literal_network::step(matrix& x, std::uint64_t l, const random_stream& stre
   }
 }
 
+matrix literal_network::covariance(const state& x) const {
+  matrix v = (x * x.transpose()) * (1.0 / m_n);
+  symmetrize(v);
+  return v;
+}
+
 std::vector<matrix> literal_network::run(const matrix& v0, int d, const std::vector<int>& depths,
                                          const random_stream& stream) const {
-  if (d < 1) throw_invalid_argument("literal_network::run", "d", d, ">= 1");
-  if (depths.empty()) throw_invalid("literal_network::run", "depths must be non-empty");
-  for (std::size_t i = 0; i < depths.size(); ++i) {
-    if (depths[i] < 0 || depths[i] > d)
-      throw_invalid_argument("literal_network::run", fmt::format("depths[{}]", i), depths[i],
-                             fmt::format("in [0, d = {}]", d));
-    if (i > 0 && depths[i] <= depths[i - 1])
-      throw_invalid_argument(
-          "literal_network::run", fmt::format("depths[{}]", i), depths[i],
-          fmt::format("> depths[{}] = {} (strictly increasing)", i - 1, depths[i - 1]));
-  }
-  matrix x = initial_state(v0, stream);
-  std::vector<matrix> out;
-  out.reserve(depths.size());
-  std::size_t next = 0;
-  const double inv_n = 1.0 / m_n;
-  const int last = depths.back();
-  for (int l = 0; l <= last; ++l) {
-    if (l == depths[next]) {
-      matrix v = (x * x.transpose()) * inv_n;
-      out.push_back(0.5 * (v + v.transpose()));
-      ++next;
-    }
-    if (l < last) step(x, static_cast<std::uint64_t>(l), stream);
-  }
-  return out;
+  return detail::run_network(*this, "literal_network::run", v0, d, depths, stream);
 }
 
 }  // namespace ncsde::networks
