@@ -41,4 +41,10 @@ command coefficients_command();
 /// `ncsde simulate`: an ensemble of paths of a model's covariance SDE (validation/models/).
 command simulate_command();
 
+/// `ncsde sample-network`: finite shaped networks, summarised at depth d (validation/networks/).
+command sample_network_command();
+
+/// `ncsde rank-collapse`: unshaped vs shaped attention networks over depth (validation/networks/).
+command rank_collapse_command();
+
 }  // namespace ncsde::cli

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
       convergence_command(),
       coefficients_command(),
       simulate_command(),
+      sample_network_command(),
+      rank_collapse_command(),
   };
 
   CLI::App app{"ncsde: stochastic numerics for matrix-valued SDEs dV = b(t,V) dt + G(t,V) dW",

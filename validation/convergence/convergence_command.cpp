@@ -10,9 +10,6 @@
 /// convergence_json(). --plots DIR writes DIR/convergence.json and one PNG per problem through
 /// validation/plots/convergence_plot.py (/usr/bin/python3 with matplotlib). --check: exit 1 when
 /// some order is outside its tolerance.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -23,9 +20,8 @@
 #include <vector>
 
 #include "command.hpp"
+#include "process.hpp"
 #include "ncsde/convergence.hpp"
-
-extern char** environ;
 
 #ifndef NCSDE_PLOT_SCRIPT
 #error "NCSDE_PLOT_SCRIPT must name validation/plots/convergence_plot.py"
@@ -33,8 +29,6 @@ extern char** environ;
 
 namespace ncsde::cli {
 namespace {
-
-constexpr const char* python = "/usr/bin/python3";
 
 struct convergence_args {
   std::string problem = "all";
@@ -53,32 +47,6 @@ struct convergence_args {
   bool list = false;
 };
 
-enum class child_output { discard, to_stderr };
-
-/// Runs argv[0] with the arguments (no shell, so no quoting issues) with its stdout discarded or
-/// sent to our stderr (stdout may carry JSON); returns its exit status, or −1 when it could not be
-/// started or did not exit normally.
-int run_process(const std::vector<std::string>& args, child_output output) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (output == child_output::discard) {
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  } else {
-    posix_spawn_file_actions_adddup2(&actions, 2, 1);
-  }
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
-
 int run_convergence_command(const convergence_args& a) {
   const std::vector<convergence_study> studies = standard_convergence_studies();
   if (a.list) {
@@ -90,18 +58,7 @@ int run_convergence_command(const convergence_args& a) {
   const std::filesystem::path script(NCSDE_PLOT_SCRIPT);
   if (!a.plots.empty()) {
     // Fail before the (long) run, not after it.
-    if (run_process({python, "-c", "import matplotlib"}, child_output::discard) != 0) {
-      std::fprintf(stderr,
-                   "ncsde convergence: --plots needs %s with matplotlib (Debian: apt-get install "
-                   "python3-matplotlib); it is missing or fails to import\n",
-                   python);
-      return exit_failure;
-    }
-    if (!std::filesystem::is_regular_file(script)) {
-      std::fprintf(stderr, "ncsde convergence: --plots: the plot script %s does not exist\n",
-                   script.c_str());
-      return exit_failure;
-    }
+    if (!plotting_available("convergence", script.string())) return exit_failure;
   }
 
   convergence_options opt;

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <vector>
 
+#include "command.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/symmetric.hpp"
 
@@ -23,6 +24,9 @@ constexpr parameter_flag parameter_flags[] = {
     {"c_plus", "--c-plus"},          {"c_minus", "--c-minus"}, {"gamma2", "--gamma2"},
     {"hidden_ratio", "--hidden-ratio"}, {"tau0", "--tau0"},     {"heads", "--heads"},
     {"output_projection", "--output-projection"},               {"causal", "--causal"},
+    // The finite networks' own parameters (sample_networks, literal_network, reduced_network).
+    {"n", "--n"}, {"d", "--d"}, {"n_k", "--nk"}, {"form", "--attention"}, {"V0", "--V0"},
+    {"networks", "--networks"}, {"threads", "--threads"}, {"stop_level", "--stop-level"},
 };
 
 /// The flag of the parameter a "<where>: <param> must be ..." message names, or "" when none does.
@@ -137,6 +141,83 @@ matrix parse_matrix(std::string_view text, std::string_view flag) {
 std::optional<matrix> read_state(std::string_view text, std::string_view flag, bool require_psd) {
   try {
     return validate_state(flag, "the matrix", parse_matrix(text, flag), require_psd);
+  } catch (const ncsde::invalid_argument& e) {
+    std::fprintf(stderr, "ncsde: error: %s\n", e.what());
+    return std::nullopt;
+  }
+}
+
+void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
+  CLI::Option* n = sub.add_option("--n", flags.n, "Width n of the networks, >= 2 (and >= m)")
+                       ->check(CLI::Range(2, 1'000'000));
+  CLI::Option* d = sub.add_option("--d", flags.d, "Depth d (layers; T = d/n), >= 1")
+                       ->check(CLI::Range(1, 100'000'000));
+  if (require_size) {
+    n->required();
+    d->required();
+  } else {
+    n->capture_default_str();
+    d->capture_default_str();
+  }
+  sub.add_option("--nk", flags.n_k, "Key dimension n_k of W^Q, W^K, >= 1 (default: n)")
+      ->check(CLI::Range(1, 1'000'000));
+  sub.add_option("--networks", flags.networks, "Number of independent networks")
+      ->check(CLI::Range(1LL, 1'000'000'000LL))
+      ->capture_default_str();
+  sub.add_option("--sampler", flags.sampler,
+                 "literal: explicit n×n weights (SPEC.md §1); reduced: the exact-in-law V-chain "
+                 "without weights (SPEC.md §6), same law, O(m²n) or less per layer")
+      ->check(CLI::IsMember({"literal", "reduced"}))
+      ->capture_default_str();
+  sub.add_option("--seed", flags.seed, "Seed of the (seed, network) random streams")
+      ->check(non_negative_integer)
+      ->capture_default_str();
+  sub.add_option("--threads", flags.threads, "Worker threads (0: all cores)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+}
+
+networks::attention_form parse_attention_form(std::string_view text) {
+  if (text == "shaped") return networks::attention_form::shaped;
+  if (text == "unshaped") return networks::attention_form::unshaped;
+  throw_invalid_argument("ncsde", "--attention", text, "one of shaped, unshaped");
+}
+
+std::optional<any_network> make_network(const model_flags& model, const network_flags& net, int m,
+                                        networks::attention_form form) {
+  try {
+    const models::architecture arch = parse_architecture(model.model);
+    if (net.sampler == "literal")
+      return any_network(std::in_place_type<networks::literal_network>, arch, model.params, m,
+                         net.n, net.key_dimension(), form);
+    if (net.sampler == "reduced")
+      return any_network(std::in_place_type<networks::reduced_network>, arch, model.params, m,
+                         net.n, net.key_dimension(), form);
+    throw_invalid_argument("ncsde", "--sampler", net.sampler, "one of literal, reduced");
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return std::nullopt;
+  }
+}
+
+void report_invalid_argument(const ncsde::invalid_argument& e) {
+  const std::string_view flag = flag_of_message(e.what());
+  if (flag.empty())
+    std::fprintf(stderr, "ncsde: error: %s\n", e.what());
+  else
+    std::fprintf(stderr, "ncsde: error: %s (flag %.*s)\n", e.what(), static_cast<int>(flag.size()),
+                 flag.data());
+}
+
+std::optional<matrix> read_initial_state(std::string_view text, std::string_view flag,
+                                         int min_size) {
+  try {
+    const matrix v = validate_state(flag, fmt::format("the matrix '{}'", text),
+                                    parse_matrix(text, flag), /*require_psd=*/true);
+    if (v.rows() < min_size)
+      throw_invalid(flag, fmt::format("the matrix '{}' must have m >= {} rows (got {})", text,
+                                      min_size, v.rows()));
+    return v;
   } catch (const ncsde::invalid_argument& e) {
     std::fprintf(stderr, "ncsde: error: %s\n", e.what());
     return std::nullopt;

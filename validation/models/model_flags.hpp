@@ -11,12 +11,17 @@
 /// with exit code 2 (cli::exit_usage).
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/models/shaped.hpp"
+#include "ncsde/networks/literal.hpp"
+#include "ncsde/networks/reduced.hpp"
 
 namespace ncsde::cli {
 
@@ -47,5 +52,49 @@ matrix parse_matrix(std::string_view text, std::string_view flag);
 /// `require_psd`) and returns it exactly symmetrised. On failure prints "ncsde: error: <message>" and
 /// returns std::nullopt. Parse errors of parse_matrix are reported the same way.
 std::optional<matrix> read_state(std::string_view text, std::string_view flag, bool require_psd);
+
+/// The values of the finite-network flags (`ncsde sample-network`, `ncsde rank-collapse`) after
+/// parsing: width n, depth d (T = d/n), key dimension n_k, ensemble size, sampler, seed, threads.
+struct network_flags {
+  int n = 64;
+  int d = 64;
+  int n_k = 0;  ///< 0 (the flag was not given): n_k = n
+  long long networks = 1000;
+  std::string sampler = "reduced";
+  std::uint64_t seed = 1;
+  int threads = 0;
+  /// n_k as used: the --nk value, or n when it was not given.
+  int key_dimension() const { return n_k > 0 ? n_k : n; }
+};
+
+/// Adds --n, --d, --nk, --networks, --sampler (literal|reduced), --seed and --threads to `sub`,
+/// writing into `flags` (which must outlive the parse); the defaults shown by --help are the
+/// initial values of `flags`, and `require_size` makes --n and --d mandatory instead. Values
+/// outside n ≥ 2, d ≥ 1, n_k ≥ 1, networks ≥ 1, threads ≥ 0 and unknown samplers are refused by
+/// CLI11 with the flag and the value in the message (exit code 2).
+void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size);
+
+/// A finite-network sampler of either kind (SPEC.md §1 literal weights, §6 reduced in law).
+using any_network = std::variant<networks::literal_network, networks::reduced_network>;
+
+/// Parses "shaped", "unshaped"; throws ncsde::invalid_argument naming --attention.
+networks::attention_form parse_attention_form(std::string_view text);
+
+/// Builds the sampler of the flags for m tokens with attention form `form`. On a bad parameter
+/// (n < m, heads not dividing n, r·n not an integer, unshaped attention without attention, or any
+/// model-parameter rule) prints the library's message with its flag (report_invalid_argument) and
+/// returns std::nullopt (the caller exits with cli::exit_usage).
+std::optional<any_network> make_network(const model_flags& model, const network_flags& net, int m,
+                                        networks::attention_form form);
+
+/// Prints a library ncsde::invalid_argument ("<where>: <param> must be …") to stderr as
+/// "ncsde: error: <message> (flag --<name>)" when <param> belongs to a flag of the model or network
+/// flags (e.g. n_k → --nk, form → --attention, stop_level → --stop-level), else without the flag.
+void report_invalid_argument(const ncsde::invalid_argument& e);
+
+/// As read_state (require_psd), with the flag and the matrix text in every message
+/// ("--V0: the matrix '1,2;0,1' is not symmetric …") and m ≥ min_size rows required.
+std::optional<matrix> read_initial_state(std::string_view text, std::string_view flag,
+                                         int min_size);
 
 }  // namespace ncsde::cli
