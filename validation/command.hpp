@@ -41,6 +41,9 @@ command coefficients_command();
 /// `ncsde simulate`: an ensemble of paths of a model's covariance SDE (validation/models/).
 command simulate_command();
 
+/// `ncsde validate`: SDE vs finite networks, laws of the stopped processes (validation/fidelity/).
+command validate_command();
+
 /// `ncsde sample-network`: finite shaped networks, summarised at depth d (validation/networks/).
 command sample_network_command();
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       convergence_command(),
       coefficients_command(),
       simulate_command(),
+      validate_command(),
       sample_network_command(),
       rank_collapse_command(),
   };

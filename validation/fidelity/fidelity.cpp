@@ -1,0 +1,150 @@
+#include "fidelity/fidelity.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ncsde::cli {
+
+namespace detail {
+
+std::vector<long long> steps_per_layer(const sde_sample_options& opt) {
+  if (!(opt.dt > 0.0) || !std::isfinite(opt.dt))
+    throw_invalid_argument("sample_sde", "dt", opt.dt, "> 0 and finite");
+  if (!(opt.t_end > 0.0) || !std::isfinite(opt.t_end))
+    throw_invalid_argument("sample_sde", "T", opt.t_end, "> 0 and finite");
+  std::vector<long long> out;
+  for (const int n : opt.widths) {
+    if (n < 1) throw_invalid_argument("sample_sde", "n", n, ">= 1");
+    const double per_layer = 1.0 / (n * opt.dt);
+    const double rounded = std::round(per_layer);
+    if (rounded < 1.0 || std::abs(per_layer - rounded) > 1e-9 * per_layer)
+      throw_invalid_argument(
+          "sample_sde", "dt", opt.dt,
+          fmt::format("such that 1/(n·dt) is an integer for n = {} (the SDE is monitored on the "
+                      "grid k/n; got 1/(n·dt) = {})",
+                      n, per_layer));
+    const double layers = opt.t_end * n;
+    if (std::abs(layers - std::round(layers)) > 1e-9 * layers)
+      throw_invalid_argument("sample_sde", "T", opt.t_end,
+                             fmt::format("such that T·n is an integer depth for n = {}", n));
+    out.push_back(static_cast<long long>(rounded));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+long long stopped_sample::stopped() const {
+  return std::count_if(status.begin(), status.end(),
+                       [](path_status s) { return s != path_status::completed; });
+}
+
+double stopped_sample::fraction() const {
+  return status.empty() ? 0.0 : static_cast<double>(stopped()) / static_cast<double>(status.size());
+}
+
+double stopped_sample::fraction_stderr() const {
+  if (status.empty()) return 0.0;
+  const double p = fraction();
+  return std::sqrt(p * (1.0 - p) / static_cast<double>(status.size()));
+}
+
+std::vector<double> stopped_sample::values(const functional& f, int m) const {
+  std::vector<double> out;
+  out.reserve(status.size());
+  matrix v(m, m);
+  for (std::size_t i = 0; i < status.size(); ++i) {
+    if (status[i] == path_status::blown_up || !packed[i].allFinite()) {
+      out.push_back(std::numeric_limits<double>::infinity());
+      continue;
+    }
+    unpack_upper(packed[i], v);
+    out.push_back(f.f(v));
+  }
+  return out;
+}
+
+stopped_sample stopped_of(const networks::network_ensemble& e) {
+  stopped_sample s;
+  s.status.reserve(e.records.size());
+  s.packed.reserve(e.records.size());
+  for (const networks::network_record& r : e.records) {
+    s.status.push_back(r.status);
+    s.packed.push_back(r.stopped_value());
+  }
+  return s;
+}
+
+stopped_sample unstopped_of(const networks::network_ensemble& e) {
+  stopped_sample s;
+  s.status.reserve(e.records.size());
+  s.packed.reserve(e.records.size());
+  for (const networks::network_record& r : e.records) {
+    s.status.push_back(r.status == path_status::blown_up ? path_status::blown_up
+                                                         : path_status::completed);
+    s.packed.push_back(r.packed.back());
+  }
+  return s;
+}
+
+comparison proportion_test(std::string name, long long hits1, long long n1, long long hits2,
+                           long long n2) {
+  comparison c;
+  c.statistic = std::move(name);
+  c.value = static_cast<double>(hits1) / static_cast<double>(n1);
+  c.reference = static_cast<double>(hits2) / static_cast<double>(n2);
+  const double pooled = static_cast<double>(hits1 + hits2) / static_cast<double>(n1 + n2);
+  const double se = std::sqrt(pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2));
+  c.stderr_ = std::sqrt(c.value * (1 - c.value) / n1 + c.reference * (1 - c.reference) / n2);
+  if (se > 0.0) {
+    const double z = std::abs(c.value - c.reference) / se;
+    c.p_value = std::erfc(z / std::sqrt(2.0));
+  } else {
+    c.p_value = c.value == c.reference ? 1.0 : 0.0;
+  }
+  return c;
+}
+
+std::vector<comparison> compare(int m, const stopped_sample& sample, const stopped_sample& reference,
+                                const stopped_sample& sample_unstopped,
+                                const stopped_sample& reference_unstopped, double tail_level) {
+  std::vector<comparison> out;
+  auto ks = [&](const std::string& name, const functional& f) {
+    const ks_result r = ks_two_sample(sample.values(f, m), reference.values(f, m));
+    comparison c;
+    c.statistic = "KS " + name;
+    c.value = r.distance;
+    c.p_value = r.p_value;
+    out.push_back(c);
+  };
+  for (int a = 0; a < m; ++a)
+    for (int b = a + 1; b < m; ++b)
+      ks(fmt::format("rho{}{}", a + 1, b + 1), correlation_functional(a, b));
+  for (int a = 0; a < m; ++a) ks(fmt::format("V{}{}", a + 1, a + 1), entry_functional(a, a));
+  out.push_back(proportion_test("stopped fraction", sample.stopped(),
+                                static_cast<long long>(sample.status.size()), reference.stopped(),
+                                static_cast<long long>(reference.status.size())));
+  auto tail_hits = [&](const stopped_sample& s) {
+    long long hits = 0;
+    for (const double x : s.values(entry_functional(0, 0), m))
+      if (x >= tail_level) ++hits;
+    return hits;
+  };
+  out.push_back(proportion_test(fmt::format("P(V11_T >= {:g})", tail_level),
+                                tail_hits(sample_unstopped),
+                                static_cast<long long>(sample_unstopped.status.size()),
+                                tail_hits(reference_unstopped),
+                                static_cast<long long>(reference_unstopped.status.size())));
+  return out;
+}
+
+double bonferroni(const std::vector<comparison>& c) {
+  double p = 1.0;
+  for (const comparison& x : c) p = std::min(p, x.p_value);
+  return std::min(1.0, p * static_cast<double>(c.size()));
+}
+
+}  // namespace ncsde::cli

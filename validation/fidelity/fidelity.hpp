@@ -1,0 +1,97 @@
+#pragma once
+/// SDE-vs-network fidelity (SPEC.md §7.1, §8): laws of stopped processes compared by two-sample
+/// statistics.
+///
+/// Both processes are stopped at τ = the first time max_a V^{aa} > K, and the SDE is monitored only
+/// on the network's grid k/n (a network can only be seen at its layers, so monitoring the SDE more
+/// finely would stop it earlier and bias the comparison). One SDE run serves every width: the
+/// observer tracks, for each n of the list, the first grid time k/n at which the level is passed,
+/// and keeps V there; the unstopped V_T (blow-up = +inf) is kept too, for tail functionals.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ncsde/concepts.hpp"
+#include "ncsde/ensemble.hpp"
+#include "ncsde/integrate.hpp"
+#include "ncsde/networks/sample.hpp"
+#include "ncsde/statistics.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+
+namespace ncsde::cli {
+
+/// What the SDE sampler needs.
+struct sde_sample_options {
+  double t_end = 1.0;
+  double dt = 1.0 / 1024;
+  std::vector<int> widths;            ///< grids k/n to monitor; 1/(n·dt) must be an integer
+  double stop_level = 5.0;            ///< K
+  double blowup_threshold = 1e6;
+  pd_policy policy = pd_policy::project;
+  long long paths = 1000;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  int kept_paths = 0;                 ///< paths (0..kept_paths−1) whose V is kept at save_times
+  std::vector<double> save_times;
+};
+
+/// One sample of stopped processes: per path its status, and the upper triangle of V_{T∧τ}.
+struct stopped_sample {
+  std::vector<path_status> status;    ///< completed, stopped (level passed), blown_up
+  std::vector<vector> packed;         ///< V_{T∧τ} (non-finite entries when blown_up)
+  long long stopped() const;          ///< stopped + blown_up
+  double fraction() const;            ///< stopped()/size
+  double fraction_stderr() const;     ///< √(p(1 − p)/N)
+  /// f(V_{T∧τ}) per path; +inf for blown-up paths.
+  std::vector<double> values(const functional& f, int m) const;
+};
+
+struct sde_sample {
+  int m = 0;
+  std::vector<int> widths;
+  std::vector<stopped_sample> by_width;  ///< stopped at τ_n on the grid k/n, one per widths[i]
+  stopped_sample unstopped;              ///< V_T with blow-up (status blown_up) at 1e6
+  std::vector<std::vector<vector>> kept; ///< [path][save] packed V of the first kept_paths paths
+  pd_counters pd;
+  long long paths_with_violations = 0;
+  double seconds = 0.0;
+};
+
+/// Euler–Maruyama paths of `sde` (any ncsde::Sde), path p on stream (seed, p), so the result does
+/// not depend on the thread count. Throws ncsde::invalid_argument (naming "dt" and the width) when
+/// 1/(n·dt) is not an integer, or on a bad V₀/option.
+template <class S>
+  requires Sde<S>
+sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& opt);
+
+/// The network ensemble as a stopped sample (records' stopped values) and as an unstopped one
+/// (the V at the last depth; requires continue_after_stop).
+stopped_sample stopped_of(const networks::network_ensemble& e);
+stopped_sample unstopped_of(const networks::network_ensemble& e);
+
+/// One scalar comparison between a sample and a reference.
+struct comparison {
+  std::string statistic;       ///< "KS rho12", "stopped fraction", "P(V11 >= 20)", …
+  double value = 0.0;          ///< KS distance, or the sample's proportion
+  double reference = 0.0;      ///< the reference's proportion (proportions only)
+  double stderr_ = 0.0;        ///< SE of value − reference (proportions only)
+  double p_value = 1.0;
+};
+
+/// KS distances of every ρ^{ab} (a < b) and V^{aa} between two stopped samples; then the stopped
+/// fractions (two-proportion z-test) and P(V¹¹ ≥ tail_level) of the unstopped samples.
+std::vector<comparison> compare(int m, const stopped_sample& sample, const stopped_sample& reference,
+                                const stopped_sample& sample_unstopped,
+                                const stopped_sample& reference_unstopped, double tail_level);
+
+/// Two-proportion z-test: p-value of |p₁ − p₂| under equal proportions (pooled variance).
+comparison proportion_test(std::string name, long long hits1, long long n1, long long hits2,
+                           long long n2);
+
+/// Bonferroni-adjusted smallest p-value of a family: min p × count, capped at 1. The family is
+/// rejected at level α when this is < α (family-wise error ≤ α, whatever the dependence).
+double bonferroni(const std::vector<comparison>& c);
+
+}  // namespace ncsde::cli
+
+#include "fidelity/fidelity_impl.hpp"

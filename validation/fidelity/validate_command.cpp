@@ -1,0 +1,590 @@
+/// `ncsde validate`: does the covariance SDE of a model have the law of its finite networks?
+///
+///   ncsde validate [--model transformer] [model flags] [--V0 "…"] [--T 1] [--n 32,64,128,256]
+///                  [--networks 10000] [--paths 10000] [--dt 0.0009765625] [--stop-level 5]
+///                  [--tail-level 20] [--nk 0] [--sampler reduced|literal] [--variants auto]
+///                  [--alpha 0.01] [--seed 1] [--threads 0] [--plots DIR] [--format table|json]
+///                  [--check]
+///
+/// For each width n the networks (depth d = T·n, n_k = n unless --nk) and the SDE (Euler–Maruyama,
+/// one run, monitored on each grid k/n) are stopped at the first time max_a V^{aa} > K (SPEC.md §7.1,
+/// §8). Reported per n: two-sample KS distance and p-value of every ρ^{ab} and V^{aa} of V_{T∧τ}; the
+/// stopped fractions (two-proportion z-test); the tail functional P(V¹¹_T ≥ K′) of the unstopped
+/// processes (blow-up counts as ≥ K′); quantiles of ρ¹²; and the trend of the KS distances in n. Two
+/// reference rows bound what "agree" can mean: a second, independent SDE run (the two-sample noise
+/// floor) and, for attention-type models, deliberately wrong SDEs (variants.hpp) compared with the
+/// widest networks — the power check: they must be rejected while the right SDE is not.
+/// A family of comparisons is rejected at level α when its Bonferroni-adjusted smallest p-value is
+/// below α. --check exits 1 unless the right SDE is not rejected at the largest n and every wrong
+/// variant is. --plots DIR writes the samples (CSV), validation.md and validation.json, and draws
+/// rho_density.png, ks_vs_n.png, sample_paths.png and stopped_fraction.png through
+/// validation/plots/validate_plot.py.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "fidelity/fidelity.hpp"
+#include "fidelity/variants.hpp"
+#include "models/model_flags.hpp"
+#include "ncsde/networks/literal.hpp"
+#include "ncsde/networks/reduced.hpp"
+#include "ncsde/networks/sample.hpp"
+#include "process.hpp"
+
+#ifndef NCSDE_VALIDATE_PLOT_SCRIPT
+#error "NCSDE_VALIDATE_PLOT_SCRIPT must name validation/plots/validate_plot.py"
+#endif
+
+namespace ncsde::cli {
+namespace {
+
+struct validate_args {
+  model_flags model;
+  std::string v0;
+  double t_end = 1.0;
+  std::vector<int> widths{32, 64, 128, 256};
+  long long networks = 10000;
+  long long paths = 10000;
+  double dt = 1.0 / 1024;
+  double stop_level = 5.0;
+  double tail_level = 20.0;
+  int n_k = 0;
+  std::string sampler = "reduced";
+  std::string variants = "auto";
+  double alpha = 0.01;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  std::string plots;
+  std::string format = "table";
+  bool check = false;
+  int kept_paths = 20;
+};
+
+/// SPEC.md §8's reference state V3: diagonal (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7.
+matrix reference_v3() {
+  const double d[3] = {1.0, 1.6, 0.7};
+  matrix r(3, 3);
+  r << 1.0, 0.5, 0.3, 0.5, 1.0, 0.7, 0.3, 0.7, 1.0;
+  matrix v(3, 3);
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) v(a, b) = r(a, b) * std::sqrt(d[a] * d[b]);
+  return v;
+}
+
+/// A row of the report: one sample compared with one reference.
+struct report_row {
+  std::string source;     ///< e.g. "network n=64"
+  std::string reference;  ///< e.g. "SDE on grid 1/64"
+  std::string key;        ///< short name used in the CSV files, e.g. "network_n64"
+  int n = 0;              ///< width whose grid was used
+  std::vector<comparison> comparisons;
+  double adjusted_p = 1.0;
+  std::vector<double> rho12_quantiles;
+};
+
+const std::vector<double> quantile_levels{0.05, 0.25, 0.5, 0.75, 0.95};
+
+std::vector<double> quantiles_of(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  std::vector<double> q;
+  for (const double p : quantile_levels) q.push_back(quantile_sorted(x, p));
+  return q;
+}
+
+std::string packed_header(int m) {
+  std::string h;
+  for (int a = 1; a <= m; ++a)
+    for (int b = a; b <= m; ++b) h += fmt::format(",V{}{}", a, b);
+  return h;
+}
+
+void write_values(std::ofstream& out, const std::string& key, const stopped_sample& s) {
+  for (std::size_t i = 0; i < s.status.size(); ++i) {
+    out << key << ',' << i << ',' << to_string(s.status[i]);
+    for (Eigen::Index j = 0; j < s.packed[i].size(); ++j)
+      out << ',' << fmt::format("{:.17g}", s.packed[i](j));
+    out << '\n';
+  }
+}
+
+std::string format_p(double p) { return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p); }
+
+std::string markdown(const validate_args& a, const std::vector<report_row>& rows,
+                     const report_row& sde_row, const std::string& header, double critical, const std::string& trend,
+                     const std::vector<std::string>& verdicts) {
+  std::ostringstream s;
+  s << header << '\n';
+  const std::vector<comparison>& first = rows.front().comparisons;
+  s << "| source | reference |";
+  for (const comparison& c : first) s << ' ' << c.statistic << " |";
+  s << " Bonferroni p | verdict (α = " << a.alpha << ") |\n|---|---|";
+  for (std::size_t i = 0; i < first.size() + 2; ++i) s << "---|";
+  s << '\n';
+  for (const report_row& r : rows) {
+    s << "| " << r.source << " | " << r.reference << " |";
+    for (const comparison& c : r.comparisons) {
+      if (c.statistic.rfind("KS ", 0) == 0)
+        s << fmt::format(" {:.4f} [{}] |", c.value, format_p(c.p_value));
+      else
+        s << fmt::format(" {:.4f} vs {:.4f} ± {:.4f} [{}] |", c.value, c.reference, c.stderr_,
+                         format_p(c.p_value));
+    }
+    s << ' ' << format_p(r.adjusted_p) << " | "
+      << (r.adjusted_p < a.alpha ? "**rejected**" : "not rejected") << " |\n";
+  }
+  s << fmt::format(
+      "\nKS entries: distance [p-value]; proportions: sample vs reference ± SE of the difference "
+      "[two-proportion z-test p]. Two-sample KS critical distance at α = {}: {:.4f} (per "
+      "statistic, {} vs {} samples).\n",
+      a.alpha, critical, a.networks, a.paths);
+  s << "\n**Quantiles of ρ¹² at T∧τ**\n\n| source |";
+  for (const double p : quantile_levels) s << fmt::format(" {:g}% |", 100 * p);
+  s << "\n|---|";
+  for (std::size_t i = 0; i < quantile_levels.size(); ++i) s << "---|";
+  s << '\n';
+  std::vector<const report_row*> quantile_rows{&sde_row};
+  for (const report_row& r : rows) quantile_rows.push_back(&r);
+  for (const report_row* r : quantile_rows) {
+    s << "| " << r->source << " |";
+    for (const double q : r->rho12_quantiles) s << fmt::format(" {:.4f} |", q);
+    s << '\n';
+  }
+  s << "\n**Trend in n**: " << trend << "\n\n";
+  for (const std::string& v : verdicts) s << "- " << v << '\n';
+  return s.str();
+}
+
+int run_validate_command(const validate_args& a) {
+  const std::optional<models::covariance_sde> sde = make_model(a.model);
+  if (!sde) return exit_usage;
+  matrix v0 = reference_v3();
+  if (!a.v0.empty()) {
+    const std::optional<matrix> parsed = read_state(a.v0, "--V0", true);
+    if (!parsed) return exit_usage;
+    v0 = *parsed;
+  }
+  const int m = static_cast<int>(v0.rows());
+  if (m < 2) throw_invalid_argument("ncsde validate", "--V0", "a 1x1 matrix", "at least 2x2 (ρ needs two tokens)");
+  if (a.widths.empty()) throw_invalid_argument("ncsde validate", "--n", "an empty list", "a list of widths");
+  std::vector<int> widths = a.widths;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    if (widths[i] < 2) throw_invalid_argument("ncsde validate", "--n", widths[i], ">= 2 (each width)");
+    if (i > 0 && widths[i] <= widths[i - 1])
+      throw_invalid_argument("ncsde validate", "--n", widths[i],
+                             fmt::format("> {} (widths strictly increasing)", widths[i - 1]));
+  }
+  if (!(a.stop_level > 0.0) || !std::isfinite(a.stop_level))
+    throw_invalid_argument("ncsde validate", "--stop-level", a.stop_level, "> 0 and finite");
+  if (!(a.tail_level > 0.0) || !std::isfinite(a.tail_level))
+    throw_invalid_argument("ncsde validate", "--tail-level", a.tail_level, "> 0 and finite");
+  if (!(a.alpha > 0.0 && a.alpha < 1.0))
+    throw_invalid_argument("ncsde validate", "--alpha", a.alpha, "in (0, 1)");
+
+  const models::architecture arch = parse_architecture(a.model.model);
+  std::vector<sde_variant> variants;
+  if (a.variants == "auto") {
+    if (sde->has_attention()) {
+      if (!a.model.params.causal) variants.push_back(sde_variant::vpv);
+      variants.push_back(sde_variant::no_attention);
+    }
+  } else if (a.variants != "none") {
+    std::stringstream list(a.variants);
+    for (std::string item; std::getline(list, item, ',');) {
+      const sde_variant v = parse_variant(item, "--variants");
+      if (v != sde_variant::correct) variants.push_back(v);
+    }
+  }
+  std::vector<variant_sde> wrong;
+  for (const sde_variant v : variants) wrong.emplace_back(*sde, v);  // validates applicability
+
+  // Networks are built (and their parameters checked: heads | n, r·n integer, …) before any run.
+  std::vector<networks::literal_network> literal;
+  std::vector<networks::reduced_network> reduced;
+  for (const int n : widths) {
+    const int n_k = a.n_k > 0 ? a.n_k : n;
+    if (a.sampler == "literal")
+      literal.emplace_back(arch, a.model.params, m, n, n_k);
+    else
+      reduced.emplace_back(arch, a.model.params, m, n, n_k);
+  }
+
+  const std::string script = NCSDE_VALIDATE_PLOT_SCRIPT;
+  std::filesystem::path dir;
+  if (!a.plots.empty()) {
+    if (!plotting_available("validate", script)) return exit_failure;
+    dir = a.plots;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "ncsde validate: --plots: cannot create %s: %s\n", dir.c_str(),
+                   ec.message().c_str());
+      return exit_failure;
+    }
+  }
+
+  const bool table = a.format == "table";
+  const int n_max = widths.back();
+  auto note = [&](const std::string& text) {
+    if (table) std::fprintf(stderr, "%s\n", text.c_str());
+  };
+
+  // 1. The SDE, one run monitored on every grid; 2. an independent run (noise floor).
+  sde_sample_options sopt;
+  sopt.t_end = a.t_end;
+  sopt.dt = a.dt;
+  sopt.widths = widths;
+  sopt.stop_level = a.stop_level;
+  sopt.paths = a.paths;
+  sopt.seed = a.seed;
+  sopt.threads = a.threads;
+  sopt.kept_paths = a.kept_paths;
+  const int path_points = 64;
+  for (int j = 0; j <= path_points; ++j) sopt.save_times.push_back(a.t_end * j / path_points);
+  note(fmt::format("ncsde validate: SDE, {} paths, dt = {:g} …", a.paths, a.dt));
+  const sde_sample reference = sample_sde(*sde, v0, sopt);
+  sde_sample_options floor_opt = sopt;
+  floor_opt.seed = a.seed + 1;
+  floor_opt.widths = {n_max};
+  floor_opt.kept_paths = 0;
+  note("ncsde validate: second SDE run (noise floor) …");
+  const sde_sample floor = sample_sde(*sde, v0, floor_opt);
+
+  // 3. The networks at each width.
+  std::vector<networks::network_ensemble> nets;
+  networks::network_options nopt;
+  nopt.networks = a.networks;
+  nopt.threads = a.threads;
+  nopt.stop_level = a.stop_level;
+  nopt.continue_after_stop = true;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    const int n = widths[i];
+    const int d = static_cast<int>(std::lround(a.t_end * n));
+    if (d < 1) throw_invalid_argument("ncsde validate", "--T", a.t_end, fmt::format("such that d = T·n >= 1 for n = {}", n));
+    nopt.seed = a.seed + 100 + i;
+    note(fmt::format("ncsde validate: {} {} networks, n = d/T = {}, d = {} …", a.networks, a.sampler,
+                     n, d));
+    nets.push_back(a.sampler == "literal" ? networks::sample_networks(literal[i], v0, d, nopt)
+                                          : networks::sample_networks(reduced[i], v0, d, nopt));
+  }
+
+  // 4. The wrong variants, on the widest grid.
+  std::vector<sde_sample> wrong_samples;
+  for (std::size_t i = 0; i < wrong.size(); ++i) {
+    sde_sample_options vopt = floor_opt;
+    vopt.seed = a.seed + 2 + i;
+    note(fmt::format("ncsde validate: wrong SDE '{}' …", to_string(wrong[i].variant())));
+    wrong_samples.push_back(sample_sde(wrong[i], v0, vopt));
+  }
+
+  // Comparisons.
+  std::vector<report_row> rows;
+  const functional rho12 = correlation_functional(0, 1);
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    report_row r;
+    r.n = widths[i];
+    r.source = fmt::format("network n={}", r.n);
+    r.reference = fmt::format("SDE, grid 1/{}", r.n);
+    r.key = fmt::format("network_n{}", r.n);
+    const stopped_sample s = stopped_of(nets[i]);
+    r.comparisons = compare(m, s, reference.by_width[i], unstopped_of(nets[i]), reference.unstopped,
+                            a.tail_level);
+    r.rho12_quantiles = quantiles_of(s.values(rho12, m));
+    rows.push_back(std::move(r));
+  }
+  const stopped_sample widest_net = stopped_of(nets.back());
+  const stopped_sample widest_net_unstopped = unstopped_of(nets.back());
+  {
+    report_row r;
+    r.n = n_max;
+    r.source = "SDE, independent run";
+    r.reference = fmt::format("SDE, grid 1/{} (noise floor)", n_max);
+    r.key = "sde_floor";
+    r.comparisons = compare(m, floor.by_width[0], reference.by_width.back(), floor.unstopped,
+                            reference.unstopped, a.tail_level);
+    r.rho12_quantiles = quantiles_of(floor.by_width[0].values(rho12, m));
+    rows.push_back(std::move(r));
+  }
+  for (std::size_t i = 0; i < wrong.size(); ++i) {
+    report_row r;
+    r.n = n_max;
+    r.source = fmt::format("wrong SDE: {}", to_string(wrong[i].variant()));
+    r.reference = fmt::format("network n={}", n_max);
+    r.key = fmt::format("variant_{}", to_string(wrong[i].variant()));
+    r.comparisons = compare(m, wrong_samples[i].by_width[0], widest_net, wrong_samples[i].unstopped,
+                            widest_net_unstopped, a.tail_level);
+    r.rho12_quantiles = quantiles_of(wrong_samples[i].by_width[0].values(rho12, m));
+    rows.push_back(std::move(r));
+  }
+  for (report_row& r : rows) r.adjusted_p = bonferroni(r.comparisons);
+  report_row sde_row;
+  sde_row.source = fmt::format("SDE, grid 1/{}", n_max);
+  sde_row.rho12_quantiles = quantiles_of(reference.by_width.back().values(rho12, m));
+
+  // Trend in n: least-squares slope of log(mean KS distance over the statistics) on log n.
+  std::vector<double> log_n, log_ks;
+  std::vector<double> mean_ks;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    double sum = 0.0;
+    int count = 0;
+    for (const comparison& c : rows[i].comparisons)
+      if (c.statistic.rfind("KS ", 0) == 0) {
+        sum += c.value;
+        ++count;
+      }
+    mean_ks.push_back(sum / count);
+    log_n.push_back(std::log(widths[i]));
+    log_ks.push_back(std::log(sum / count));
+  }
+  double floor_ks = 0.0;
+  {
+    int count = 0;
+    for (const comparison& c : rows[widths.size()].comparisons)
+      if (c.statistic.rfind("KS ", 0) == 0) {
+        floor_ks += c.value;
+        ++count;
+      }
+    floor_ks /= count;
+  }
+  std::string trend;
+  for (std::size_t i = 0; i < widths.size(); ++i)
+    trend += fmt::format("{}mean KS {:.4f} at n = {}", i ? ", " : "", mean_ks[i], widths[i]);
+  trend += fmt::format("; noise floor (two SDE runs) {:.4f}", floor_ks);
+  if (widths.size() >= 3) {
+    const linear_fit f = fit_line(log_n, log_ks);
+    trend += fmt::format("; log-log slope {:.2f} ± {:.2f} (a slope near 0 with every width at the "
+                         "floor means the finite-n error is below the Monte Carlo resolution)",
+                         f.slope, f.slope_stderr);
+  }
+
+  const double critical = ks_critical_distance(a.alpha, a.networks, a.paths);
+  std::vector<std::string> verdicts;
+  const report_row& at_max = rows[widths.size() - 1];
+  double max_ks = 0.0;
+  for (const comparison& c : at_max.comparisons)
+    if (c.statistic.rfind("KS ", 0) == 0) max_ks = std::max(max_ks, c.value);
+  const bool right_accepted = at_max.adjusted_p >= a.alpha;
+  verdicts.push_back(fmt::format(
+      "right SDE vs networks at n = {}: largest KS distance {:.4f} (critical {:.4f} at α = {}), "
+      "Bonferroni p = {} → {}",
+      n_max, max_ks, critical, a.alpha, format_p(at_max.adjusted_p),
+      right_accepted ? "not rejected" : "REJECTED"));
+  bool wrong_rejected = true;
+  for (std::size_t i = 0; i < wrong.size(); ++i) {
+    const report_row& r = rows[widths.size() + 1 + i];
+    const bool rejected = r.adjusted_p < a.alpha;
+    wrong_rejected = wrong_rejected && rejected;
+    verdicts.push_back(fmt::format("wrong SDE '{}' vs networks at n = {}: Bonferroni p = {} → {}",
+                                   to_string(wrong[i].variant()), n_max, format_p(r.adjusted_p),
+                                   rejected ? "rejected (the check has power)" : "NOT rejected"));
+  }
+  verdicts.push_back(fmt::format(
+      "SDE: {} paths, {} blown up (max|V| > 1e6) by T = {}, {} with PD-cone exits (projected), "
+      "{:.1f} s; networks: {:.1f} s in total",
+      a.paths, std::count(reference.unstopped.status.begin(), reference.unstopped.status.end(),
+                          path_status::blown_up),
+      a.t_end, reference.paths_with_violations, reference.seconds, [&] {
+        double s = 0;
+        for (const auto& e : nets) s += e.seconds;
+        return s;
+      }()));
+
+  const models::shaped_params& p = a.model.params;
+  const std::string header = fmt::format(
+      "## ncsde validate: {} (γ² = {}, τ₀ = {}, r = {}, c₊ = {}, c₋ = {}, heads = {}{}{}), m = {}, "
+      "T = {}\n\nSDE: Euler–Maruyama, dt = {:g}, {} paths. Networks: {} sampler, n_k = {}, {} per "
+      "width, d = T·n. Processes stopped at max_a V^aa > {} (the SDE on each network's grid k/n); "
+      "tail functional on the unstopped processes (SDE blow-up counts as ≥ K′).\n",
+      a.model.model, p.gamma2, p.tau0, p.hidden_ratio, p.c_plus, p.c_minus, p.heads,
+      p.output_projection ? ", W^O" : "", p.causal ? ", causal" : "", m, a.t_end, a.dt, a.paths,
+      a.sampler, a.n_k > 0 ? std::to_string(a.n_k) : std::string("n"), a.networks, a.stop_level);
+  const std::string md = markdown(a, rows, sde_row, header, critical, trend, verdicts);
+
+  nlohmann::json j;
+  j["model"] = a.model.model;
+  j["params"] = {{"gamma2", p.gamma2}, {"tau0", p.tau0}, {"hidden_ratio", p.hidden_ratio},
+                 {"c_plus", p.c_plus}, {"c_minus", p.c_minus}, {"heads", p.heads},
+                 {"output_projection", p.output_projection}, {"causal", p.causal}};
+  j["m"] = m;
+  j["T"] = a.t_end;
+  j["dt"] = a.dt;
+  j["paths"] = a.paths;
+  j["networks"] = a.networks;
+  j["stop_level"] = a.stop_level;
+  j["tail_level"] = a.tail_level;
+  j["alpha"] = a.alpha;
+  j["ks_critical"] = critical;
+  j["widths"] = widths;
+  j["sde_rho12_quantiles"] = sde_row.rho12_quantiles;
+  j["mean_ks"] = mean_ks;
+  j["floor_mean_ks"] = floor_ks;
+  j["right_accepted"] = right_accepted;
+  j["wrong_rejected"] = wrong_rejected;
+  for (const report_row& r : rows) {
+    nlohmann::json row;
+    row["source"] = r.source;
+    row["reference"] = r.reference;
+    row["key"] = r.key;
+    row["n"] = r.n;
+    row["bonferroni_p"] = r.adjusted_p;
+    row["rho12_quantiles"] = r.rho12_quantiles;
+    for (const comparison& c : r.comparisons)
+      row["comparisons"].push_back({{"statistic", c.statistic},
+                                    {"value", c.value},
+                                    {"reference", c.reference},
+                                    {"stderr", c.stderr_},
+                                    {"p_value", c.p_value}});
+    j["rows"].push_back(row);
+  }
+
+  if (table)
+    std::cout << md;
+  else
+    std::cout << j.dump(2) << '\n';
+
+  if (!a.plots.empty()) {
+    auto open = [&](const char* name) {
+      std::ofstream f(dir / name);
+      if (!f) throw std::runtime_error(fmt::format("cannot write {}", (dir / name).string()));
+      return f;
+    };
+    {
+      std::ofstream f = open("validation.md");
+      f << md;
+    }
+    {
+      std::ofstream f = open("validation.json");
+      f << j.dump(2) << '\n';
+    }
+    {
+      std::ofstream f = open("values.csv");
+      f << "source,path,status" << packed_header(m) << '\n';
+      for (std::size_t i = 0; i < widths.size(); ++i) {
+        write_values(f, fmt::format("sde_n{}", widths[i]), reference.by_width[i]);
+        write_values(f, fmt::format("network_n{}", widths[i]), stopped_of(nets[i]));
+      }
+      write_values(f, "sde_floor", floor.by_width[0]);
+      for (std::size_t i = 0; i < wrong.size(); ++i)
+        write_values(f, fmt::format("variant_{}", to_string(wrong[i].variant())),
+                     wrong_samples[i].by_width[0]);
+    }
+    {
+      // Sample paths: the SDE's kept paths and the first networks at the widest n, at 65 times.
+      std::ofstream f = open("paths.csv");
+      f << "source,path,t" << packed_header(m) << '\n';
+      for (std::size_t p = 0; p < reference.kept.size(); ++p)
+        for (std::size_t k = 0; k < reference.kept[p].size(); ++k) {
+          f << "sde," << p << ',' << fmt::format("{:.17g}", sopt.save_times[k]);
+          for (Eigen::Index e = 0; e < reference.kept[p][k].size(); ++e)
+            f << ',' << fmt::format("{:.17g}", reference.kept[p][k](e));
+          f << '\n';
+        }
+      networks::network_options popt;
+      popt.networks = a.kept_paths;
+      popt.threads = a.threads;
+      popt.seed = a.seed + 100 + (widths.size() - 1);
+      popt.progress = progress_mode::off;
+      const int d = static_cast<int>(std::lround(a.t_end * n_max));
+      for (int k = 0; k <= path_points; ++k) {
+        const int l = static_cast<int>(std::lround(static_cast<double>(d) * k / path_points));
+        if (popt.depths.empty() || l > popt.depths.back()) popt.depths.push_back(l);
+      }
+      const networks::network_ensemble e =
+          a.sampler == "literal" ? networks::sample_networks(literal.back(), v0, d, popt)
+                                 : networks::sample_networks(reduced.back(), v0, d, popt);
+      for (std::size_t p = 0; p < e.records.size(); ++p)
+        for (std::size_t k = 0; k < e.depths.size(); ++k) {
+          f << fmt::format("network_n{},{},{:.17g}", n_max, p,
+                           static_cast<double>(e.depths[k]) / n_max);
+          for (Eigen::Index x = 0; x < e.records[p].packed[k].size(); ++x)
+            f << ',' << fmt::format("{:.17g}", e.records[p].packed[k](x));
+          f << '\n';
+        }
+    }
+    const int rc = run_process({python, script, dir.string()}, child_output::to_stderr);
+    if (rc != 0) {
+      std::fprintf(stderr, "ncsde validate: the plot script failed (exit %d): %s %s %s\n", rc,
+                   python, script.c_str(), dir.c_str());
+      return exit_failure;
+    }
+    if (table)
+      std::cout << fmt::format(
+          "\nPlots and data in {}: rho_density.png, ks_vs_n.png, sample_paths.png, "
+          "stopped_fraction.png; validation.md, validation.json, values.csv, paths.csv\n",
+          dir.string());
+  }
+  if (a.check && !(right_accepted && wrong_rejected)) return exit_failure;
+  return exit_ok;
+}
+
+}  // namespace
+
+command validate_command() {
+  command c;
+  c.name = "validate";
+  c.description =
+      "Compare a model's covariance SDE with its finite networks (laws of the stopped processes, "
+      "KS tests, power check against wrong SDEs)";
+  c.setup = [](CLI::App& sub) -> std::function<int()> {
+    auto a = std::make_shared<validate_args>();
+    a->model.model = "transformer";
+    add_model_flags(sub, a->model);
+    sub.add_option("--V0", a->v0,
+                   "Initial state V0 (rows separated by ';', entries by ','); default: SPEC.md's "
+                   "V3, diagonal (1, 1.6, 0.7), correlations 0.5, 0.3, 0.7");
+    sub.add_option("--T", a->t_end, "Final time T = d/n")->capture_default_str();
+    sub.add_option("--n", a->widths, "Network widths, strictly increasing (comma-separated)")
+        ->delimiter(',')
+        ->capture_default_str();
+    sub.add_option("--networks", a->networks, "Finite networks per width")
+        ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->capture_default_str();
+    sub.add_option("--paths", a->paths, "SDE paths (per SDE run)")
+        ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->capture_default_str();
+    sub.add_option("--dt", a->dt, "Euler–Maruyama step; 1/(n·dt) must be an integer for every n")
+        ->capture_default_str();
+    sub.add_option("--stop-level", a->stop_level, "K: processes stop when max_a V^aa > K")
+        ->capture_default_str();
+    sub.add_option("--tail-level", a->tail_level, "K': tail functional P(V11_T >= K')")
+        ->capture_default_str();
+    sub.add_option("--nk", a->n_k, "Key dimension n_k of the networks (0: n_k = n)")
+        ->check(CLI::Range(0, 1 << 30))
+        ->capture_default_str();
+    sub.add_option("--sampler", a->sampler, "Finite-network sampler")
+        ->check(CLI::IsMember({"reduced", "literal"}))
+        ->capture_default_str();
+    sub.add_option("--variants", a->variants,
+                   "Wrong SDEs for the power check: auto (vpv and no-attention for attention-type "
+                   "models), none, or a list of vpv, no-attention-noise, no-attention")
+        ->capture_default_str();
+    sub.add_option("--alpha", a->alpha, "Family-wise level of the tests")->capture_default_str();
+    sub.add_option("--seed", a->seed, "Seed of the random streams")
+        ->check(non_negative_integer)
+        ->capture_default_str();
+    sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
+        ->check(CLI::Range(0, 4096))
+        ->capture_default_str();
+    sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");
+    sub.add_option("--format", a->format, "Output")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    sub.add_flag("--check", a->check,
+                 "Exit 1 unless the right SDE is not rejected at the largest n and every wrong SDE is");
+    return [a]() { return run_validate_command(*a); };
+  };
+  return c;
+}
+
+}  // namespace ncsde::cli

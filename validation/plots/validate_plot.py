@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Figures of `ncsde validate --plots DIR`, drawn from DIR/values.csv, DIR/paths.csv and
+DIR/validation.json:
+
+  rho_density.png       density of rho12 at T∧τ: the SDE, the networks at each n, and the wrong SDEs
+  ks_vs_n.png           two-sample KS distance (network vs SDE) against n, log-log, per statistic,
+                        with the noise floor (two SDE runs) and the critical distance at alpha
+  sample_paths.png      rho12_t along SDE paths and along networks at the largest n, stopped
+                        (frozen) once max_a V^aa > K at a recorded time
+  stopped_fraction.png  P(max_a V^aa passes K before T) against n, with standard errors
+
+Usage: validate_plot.py DIR
+"""
+import csv
+import json
+import math
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def packed_index(m, a, b):
+    """Position of V^{ab} (0-indexed, a <= b) in the row-major upper triangle."""
+    return a * m - a * (a - 1) // 2 + (b - a)
+
+
+def rho12(row, m):
+    v11 = row[packed_index(m, 0, 0)]
+    v22 = row[packed_index(m, 1, 1)]
+    v12 = row[packed_index(m, 0, 1)]
+    if not (np.isfinite(v11) and np.isfinite(v22) and np.isfinite(v12)) or v11 <= 0 or v22 <= 0:
+        return math.nan
+    return max(-1.0, min(1.0, v12 / math.sqrt(v11 * v22)))
+
+
+def read_values(path, m):
+    out = defaultdict(list)
+    with open(path) as f:
+        reader = csv.reader(f)
+        next(reader)
+        for row in reader:
+            if row[2] == "blown_up":
+                continue
+            packed = [float(x) for x in row[3:]]
+            out[row[0]].append(rho12(packed, m))
+    return {k: np.array([x for x in v if not math.isnan(x)]) for k, v in out.items()}
+
+
+def read_paths(path, m, level):
+    """rho12_t along each path of the stopped process: frozen from the first recorded time at which
+    max_a V^aa > level (the comparison is between stopped processes; the second element of each
+    path is the stopping point, or None)."""
+    raw = defaultdict(lambda: defaultdict(list))
+    with open(path) as f:
+        reader = csv.reader(f)
+        next(reader)
+        for row in reader:
+            raw[row[0]][int(row[1])].append([float(x) for x in row[2:]])
+    diagonal = [packed_index(m, a, a) for a in range(m)]
+    paths = defaultdict(dict)
+    for source, by_path in raw.items():
+        for p, points in by_path.items():
+            out, stop = [], None
+            for point in points:
+                t, packed = point[0], point[1:]
+                if stop is None:
+                    out.append((t, rho12(packed, m)))
+                    if max(packed[i] for i in diagonal) > level:
+                        stop = out[-1]
+                else:
+                    out.append((t, stop[1]))
+            paths[source][p] = (out, stop)
+    return paths
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    with open(f"{out}/validation.json") as f:
+        report = json.load(f)
+    m = report["m"]
+    widths = report["widths"]
+    values = read_values(f"{out}/values.csv", m)
+    title = (f"{report['model']}: γ²={report['params']['gamma2']}, τ₀={report['params']['tau0']}, "
+             f"m={m}, T={report['T']}, stopped at max V^aa > {report['stop_level']}")
+
+    # 1. Density of rho12 at T∧τ.
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    bins = np.linspace(-1, 1, 51)
+    sde = values.get(f"sde_n{widths[-1]}", np.array([]))
+    ax.hist(sde, bins=bins, density=True, histtype="stepfilled", color="0.85",
+            label=f"SDE (grid 1/{widths[-1]})")
+    colours = plt.cm.viridis(np.linspace(0.1, 0.85, len(widths)))
+    for n, c in zip(widths, colours):
+        ax.hist(values.get(f"network_n{n}", []), bins=bins, density=True, histtype="step",
+                color=c, lw=1.3, label=f"networks n = d/T = {n}")
+    for key, sample in values.items():
+        if key.startswith("variant_"):
+            ax.hist(sample, bins=bins, density=True, histtype="step", ls="--", lw=1.2,
+                    label=f"wrong SDE: {key[len('variant_'):]}")
+    ax.set_xlabel("ρ¹² at T∧τ")
+    ax.set_ylabel("density")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(f"{out}/rho_density.png", dpi=130)
+    plt.close(fig)
+
+    # 2. KS distance vs n.
+    rows = report["rows"]
+    ks = defaultdict(list)
+    for row in rows[: len(widths)]:
+        for c in row["comparisons"]:
+            if c["statistic"].startswith("KS "):
+                ks[c["statistic"][3:]].append(c["value"])
+    floor_row = rows[len(widths)]
+    floor = np.mean([c["value"] for c in floor_row["comparisons"] if c["statistic"].startswith("KS ")])
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for name, d in ks.items():
+        ax.plot(widths, d, "o-", ms=4, label=name)
+    ax.axhline(floor, color="0.4", ls=":", label="noise floor (two SDE runs, mean)")
+    ax.axhline(report["ks_critical"], color="crimson", ls="--",
+               label=f"critical distance, α = {report['alpha']}")
+    for row in rows[len(widths) + 1:]:
+        d = max(c["value"] for c in row["comparisons"] if c["statistic"].startswith("KS "))
+        ax.plot([widths[-1]], [d], "x", ms=9, mew=2, label=f"{row['source']} (largest KS)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(widths)
+    ax.set_xticklabels([str(n) for n in widths])
+    ax.set_xlabel("width n (depth d = T·n)")
+    ax.set_ylabel("two-sample KS distance to the SDE")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(f"{out}/ks_vs_n.png", dpi=130)
+    plt.close(fig)
+
+    # 3. Sample paths of rho12.
+    paths = read_paths(f"{out}/paths.csv", m, report["stop_level"])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, (source, label) in zip(axes, [("sde", "SDE (Euler–Maruyama)"),
+                                           (f"network_n{widths[-1]}", f"networks, n = {widths[-1]}")]):
+        for pts, stop in paths.get(source, {}).values():
+            t, r = zip(*pts)
+            line, = ax.plot(t, r, lw=0.8, alpha=0.8)
+            if stop is not None:
+                ax.plot([stop[0]], [stop[1]], "o", ms=4, color=line.get_color())
+        ax.set_title(label)
+        ax.set_xlabel("t = l/n  (dot: stopped, max_a V^aa > K)")
+    axes[0].set_ylabel("ρ¹²_t")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(f"{out}/sample_paths.png", dpi=130)
+    plt.close(fig)
+
+    # 4. Stopped fractions.
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    net_p, net_se, sde_p, sde_se = [], [], [], []
+    for row in rows[: len(widths)]:
+        c = next(c for c in row["comparisons"] if c["statistic"] == "stopped fraction")
+        net_p.append(c["value"])
+        sde_p.append(c["reference"])
+        net_se.append(math.sqrt(c["value"] * (1 - c["value"]) / report["networks"]))
+        sde_se.append(math.sqrt(c["reference"] * (1 - c["reference"]) / report["paths"]))
+    ax.errorbar(widths, net_p, yerr=net_se, fmt="o-", capsize=3, label="networks")
+    ax.errorbar(widths, sde_p, yerr=sde_se, fmt="s--", capsize=3, label="SDE on the grid k/n")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(widths)
+    ax.set_xticklabels([str(n) for n in widths])
+    ax.set_xlabel("width n")
+    ax.set_ylabel(f"P(max_a V^aa > {report['stop_level']} before T)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(f"{out}/stopped_fraction.png", dpi=130)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
