@@ -4,6 +4,7 @@
 ///   ncsde simulate --V0 "..." [--model M] [model flags] [--T 1] [--dt 1e-3] [--paths 1000]
 ///                  [--seed 1] [--threads 0] [--scheme em|milstein]
 ///                  [--pd-policy throw|count|project|refine] [--blowup-threshold 1e6]
+///                  [--stop-level K]
 ///                  [--out FILE.csv] [--format table|json]
 ///
 /// The functionals summarised are every correlation ρ^{ab} (a < b, named rho<a><b>, 1-indexed) and
@@ -11,7 +12,9 @@
 /// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -21,6 +24,7 @@
 #include "command.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/ensemble.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
@@ -39,6 +43,7 @@ struct simulate_args {
   std::string scheme = "em";
   std::string pd_policy = "project";
   double blowup_threshold = 1e6;
+  double stop_level = std::numeric_limits<double>::infinity();
   std::string out;
   std::string format = "table";
 };
@@ -54,6 +59,13 @@ int run_simulate_command(const simulate_args& a) {
   iopt.dt = a.dt;
   iopt.policy = parse_pd_policy(a.pd_policy, "--pd-policy");
   iopt.blowup_threshold = a.blowup_threshold;
+  if (!(a.stop_level > 0.0))
+    throw_invalid_argument("ncsde simulate", "--stop-level", a.stop_level, "> 0 (inf: never stop)");
+  if (std::isfinite(a.stop_level)) {
+    // Stopped process (SPEC.md §7.1): status stopped at the first step with max_a V^{aa} > K.
+    const double level = a.stop_level;
+    iopt.stop_condition = [level](const matrix& v, double) { return v.diagonal().maxCoeff() > level; };
+  }
 
   ensemble_options eopt;
   eopt.seed = a.seed;
@@ -132,6 +144,10 @@ command simulate_command() {
         ->capture_default_str();
     sub.add_option("--blowup-threshold", a->blowup_threshold,
                    "max |V^ab| above which a path has blown up, in (0, 1e100]")
+        ->capture_default_str();
+    sub.add_option("--stop-level", a->stop_level,
+                   "Stop a path (status stopped) at the first step with max_a V^aa > K; "
+                   "default inf: never")
         ->capture_default_str();
     sub.add_option("--out", a->out, "Write one CSV row per path to this file");
     sub.add_option("--format", a->format, "Summary format")
