@@ -145,4 +145,8 @@ TEST_CASE("proportion_test and bonferroni") {
   CHECK(c.reference == 0.08);
   CHECK(proportion_test("x", 0, 10, 0, 10).p_value == 1.0);
   CHECK(bonferroni({c, proportion_test("y", 5, 10, 5, 10)}) == doctest::Approx(2 * c.p_value));
+  // Comparisons outside the family neither count nor lower the minimum.
+  comparison info = proportion_test("z", 900, 1000, 100, 1000);
+  info.in_family = false;
+  CHECK(bonferroni({c, info, proportion_test("y", 5, 10, 5, 10)}) == doctest::Approx(2 * c.p_value));
 }

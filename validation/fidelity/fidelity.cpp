@@ -110,7 +110,8 @@ comparison proportion_test(std::string name, long long hits1, long long n1, long
 
 std::vector<comparison> compare(int m, const stopped_sample& sample, const stopped_sample& reference,
                                 const stopped_sample& sample_unstopped,
-                                const stopped_sample& reference_unstopped, double tail_level) {
+                                const stopped_sample& reference_unstopped, double tail_level,
+                                double unstopped_level) {
   std::vector<comparison> out;
   auto ks = [&](const std::string& name, const functional& f) {
     const ks_result r = ks_two_sample(sample.values(f, m), reference.values(f, m));
@@ -127,24 +128,39 @@ std::vector<comparison> compare(int m, const stopped_sample& sample, const stopp
   out.push_back(proportion_test("stopped fraction", sample.stopped(),
                                 static_cast<long long>(sample.status.size()), reference.stopped(),
                                 static_cast<long long>(reference.status.size())));
-  auto tail_hits = [&](const stopped_sample& s) {
+  auto tail_hits = [&](const stopped_sample& s, const functional& f, double level) {
     long long hits = 0;
-    for (const double x : s.values(entry_functional(0, 0), m))
-      if (x >= tail_level) ++hits;
+    for (const double x : s.values(f, m))
+      if (x >= level) ++hits;
     return hits;
   };
-  out.push_back(proportion_test(fmt::format("P(V11_T >= {:g})", tail_level),
-                                tail_hits(sample_unstopped),
-                                static_cast<long long>(sample_unstopped.status.size()),
-                                tail_hits(reference_unstopped),
-                                static_cast<long long>(reference_unstopped.status.size())));
+  auto tail = [&](std::string name, const stopped_sample& a, const stopped_sample& b,
+                  const functional& f, double level) {
+    return proportion_test(std::move(name), tail_hits(a, f, level),
+                           static_cast<long long>(a.status.size()), tail_hits(b, f, level),
+                           static_cast<long long>(b.status.size()));
+  };
+  out.push_back(tail(fmt::format("P(V11_T∧τ >= {:g})", tail_level), sample, reference,
+                     entry_functional(0, 0), tail_level));
+  // Unstopped: max_a V^{aa}_T, so that an SDE path which blew up (in whichever entry; values() gives
+  // it +inf) counts, and a network's growth in any entry too.
+  const functional max_diagonal{"max_a V^aa", [](const matrix& v) { return v.diagonal().maxCoeff(); }};
+  comparison unstopped = tail(fmt::format("P(max V^aa_T >= {:g}) unstopped", unstopped_level),
+                              sample_unstopped, reference_unstopped, max_diagonal, unstopped_level);
+  unstopped.in_family = false;
+  out.push_back(unstopped);
   return out;
 }
 
 double bonferroni(const std::vector<comparison>& c) {
   double p = 1.0;
-  for (const comparison& x : c) p = std::min(p, x.p_value);
-  return std::min(1.0, p * static_cast<double>(c.size()));
+  long long count = 0;
+  for (const comparison& x : c) {
+    if (!x.in_family) continue;
+    p = std::min(p, x.p_value);
+    ++count;
+  }
+  return std::min(1.0, p * static_cast<double>(count));
 }
 
 }  // namespace ncsde::cli

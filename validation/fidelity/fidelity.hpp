@@ -71,25 +71,33 @@ stopped_sample unstopped_of(const networks::network_ensemble& e);
 
 /// One scalar comparison between a sample and a reference.
 struct comparison {
-  std::string statistic;       ///< "KS rho12", "stopped fraction", "P(V11 >= 20)", …
+  std::string statistic;       ///< "KS rho12", "stopped fraction", "P(V11 >= 2.5)", …
   double value = 0.0;          ///< KS distance, or the sample's proportion
   double reference = 0.0;      ///< the reference's proportion (proportions only)
   double stderr_ = 0.0;        ///< SE of value − reference (proportions only)
   double p_value = 1.0;
+  /// Part of the tested family (laws of the stopped processes). The unstopped tail is reported
+  /// for information only: beyond the stop level the network need not follow the SDE (the
+  /// convergence is local, SPEC.md §7.1), so a difference there is not evidence against the SDE.
+  bool in_family = true;
 };
 
-/// KS distances of every ρ^{ab} (a < b) and V^{aa} between two stopped samples; then the stopped
-/// fractions (two-proportion z-test) and P(V¹¹ ≥ tail_level) of the unstopped samples.
+/// The family compared for a verdict, all on the stopped processes V_{T∧τ}: KS distances of every
+/// ρ^{ab} (a < b) and V^{aa}, the stopped fractions P(τ ≤ T) and the tail P(V¹¹_{T∧τ} ≥
+/// tail_level) (two-proportion z-tests); then, outside the family, P(max_a V^{aa}_T ≥
+/// unstopped_level) of the unstopped processes (blow-up counts as ≥).
 std::vector<comparison> compare(int m, const stopped_sample& sample, const stopped_sample& reference,
                                 const stopped_sample& sample_unstopped,
-                                const stopped_sample& reference_unstopped, double tail_level);
+                                const stopped_sample& reference_unstopped, double tail_level,
+                                double unstopped_level);
 
 /// Two-proportion z-test: p-value of |p₁ − p₂| under equal proportions (pooled variance).
 comparison proportion_test(std::string name, long long hits1, long long n1, long long hits2,
                            long long n2);
 
-/// Bonferroni-adjusted smallest p-value of a family: min p × count, capped at 1. The family is
-/// rejected at level α when this is < α (family-wise error ≤ α, whatever the dependence).
+/// Bonferroni-adjusted smallest p-value of the family (comparisons with in_family): min p × count,
+/// capped at 1. The family is rejected at level α when this is < α (family-wise error ≤ α, whatever
+/// the dependence between the statistics).
 double bonferroni(const std::vector<comparison>& c);
 
 }  // namespace ncsde::cli
