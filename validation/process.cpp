@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <system_error>
 
 extern char** environ;
 
@@ -46,6 +47,40 @@ bool plotting_available(std::string_view command, const std::string& script) {
     return false;
   }
   return true;
+}
+
+bool create_plot_directory(std::string_view command, const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec) return true;
+  std::fprintf(stderr, "ncsde %.*s: --plots: cannot create %s: %s\n",
+               static_cast<int>(command.size()), command.data(), dir.c_str(), ec.message().c_str());
+  return false;
+}
+
+bool run_plot_script(std::string_view command, const std::string& script,
+                     const std::vector<std::string>& args) {
+  std::vector<std::string> call{python, script};
+  call.insert(call.end(), args.begin(), args.end());
+  const int rc = run_process(call, child_output::to_stderr);
+  if (rc == 0) return true;
+  // The command line as one would type it in a shell: arguments with blanks (titles) quoted.
+  std::string line;
+  for (const std::string& a : call) {
+    if (!line.empty()) line += ' ';
+    line += a.empty() || a.find_first_of(" \t") != std::string::npos ? "'" + a + "'" : a;
+  }
+  std::fprintf(stderr, "ncsde %.*s: the plot script failed (exit status %d): %s\n",
+               static_cast<int>(command.size()), command.data(), rc, line.c_str());
+  return false;
+}
+
+bool open_output(std::string_view command, const std::string& path, std::ofstream& file) {
+  file.open(path);
+  if (file) return true;
+  std::fprintf(stderr, "ncsde %.*s: --out: cannot write %s\n", static_cast<int>(command.size()),
+               command.data(), path.c_str());
+  return false;
 }
 
 }  // namespace ncsde::cli

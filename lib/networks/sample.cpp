@@ -16,35 +16,38 @@ double network_ensemble::stopped_stderr() const {
   return std::sqrt(p * (1.0 - p) / static_cast<double>(records.size()));
 }
 
-std::vector<double> network_ensemble::values(std::size_t j, const functional& f) const {
-  NCSDE_ASSERT(j < depths.size(), "network_ensemble::values: depth index out of range");
+namespace {
+
+/// f(V) for every record, in network order, V unpacked from the packed upper triangle
+/// `packed_of(record)`; +inf for a blown_up record (as ensembles count blown-up paths).
+template <class PackedOf>
+std::vector<double> record_values(const network_ensemble& e, const functional& f,
+                                  PackedOf packed_of) {
   std::vector<double> out;
-  out.reserve(records.size());
-  matrix v(m, m);
-  for (const network_record& r : records) {
+  out.reserve(e.records.size());
+  matrix v(e.m, e.m);
+  for (const network_record& r : e.records) {
     if (r.status == path_status::blown_up) {
       out.push_back(std::numeric_limits<double>::infinity());
       continue;
     }
-    unpack_upper(r.packed[j], v);
+    unpack_upper(packed_of(r), v);
     out.push_back(f.f(v));
   }
   return out;
 }
 
+}  // namespace
+
+std::vector<double> network_ensemble::values(std::size_t j, const functional& f) const {
+  NCSDE_ASSERT(j < depths.size(), "network_ensemble::values: depth index out of range");
+  return record_values(*this, f,
+                       [j](const network_record& r) -> const vector& { return r.packed[j]; });
+}
+
 std::vector<double> network_ensemble::stopped_values(const functional& f) const {
-  std::vector<double> out;
-  out.reserve(records.size());
-  matrix v(m, m);
-  for (const network_record& r : records) {
-    if (r.status == path_status::blown_up) {
-      out.push_back(std::numeric_limits<double>::infinity());
-      continue;
-    }
-    unpack_upper(r.stopped_value(), v);
-    out.push_back(f.f(v));
-  }
-  return out;
+  return record_values(*this, f,
+                       [](const network_record& r) -> const vector& { return r.stopped_value(); });
 }
 
 namespace detail {

@@ -2,15 +2,9 @@
 #  1. a small gbm run with --format json parses (CMake's own JSON parser) and every object has the
 #     documented fields, with as many errors as step sizes;
 #  2. bad command lines fail with exit code 2 and a message naming the flag and the value.
-if(NOT NCSDE)
-  message(FATAL_ERROR "pass -DNCSDE=<path to the ncsde program>")
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # run_ok, expect_usage_error
 
-execute_process(COMMAND "${NCSDE}" convergence --problem gbm --paths 200 --format json
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "ncsde convergence --problem gbm --paths 200 --format json failed (${rc}):\n${err}")
-endif()
+run_ok(out convergence --problem gbm --paths 200 --format json)
 string(JSON count ERROR_VARIABLE json_error LENGTH "${out}")
 if(json_error)
   message(FATAL_ERROR "the output is not a JSON array: ${json_error}\n${out}")
@@ -40,18 +34,6 @@ foreach(i RANGE ${last})
                         "order is ${order_type}, ${n_errors} errors for ${n_dts} step sizes")
   endif()
 endforeach()
-
-# expect_usage_error(<text the message must contain> <arguments...>)
-function(expect_usage_error text)
-  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 2)
-    message(FATAL_ERROR "ncsde ${ARGN}: expected exit code 2, got ${rc}\n${err}")
-  endif()
-  string(FIND "${err}" "${text}" position)
-  if(position EQUAL -1)
-    message(FATAL_ERROR "ncsde ${ARGN}: the message does not contain '${text}':\n${err}")
-  endif()
-endfunction()
 
 expect_usage_error("not expected: --bogus" convergence --bogus)
 expect_usage_error("--paths: Value 0 not in range" convergence --paths 0)

@@ -5,60 +5,18 @@
 #  3. a small simulate run writes a CSV with the documented header and one row per path;
 #  4. bad model flags and matrices fail with exit code 2 and a message naming the flag and the value.
 cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
-if(NOT NCSDE)
-  message(FATAL_ERROR "pass -DNCSDE=<path to the ncsde program>")
-endif()
-
-# to_femto(<out> <decimal>): the number as an integer count of 1e-15 units, truncated toward zero.
-# CMake has no floating point, so comparisons to 1e-12 are done on these integers (|x| < 9000).
-function(to_femto out text)
-  if(NOT text MATCHES "^(-?)([0-9]*)(\\.([0-9]*))?([eE]([-+]?[0-9]+))?$")
-    message(FATAL_ERROR "'${text}' is not a decimal number")
-  endif()
-  set(sign "${CMAKE_MATCH_1}")
-  set(digits "${CMAKE_MATCH_2}${CMAKE_MATCH_4}")
-  string(LENGTH "${CMAKE_MATCH_2}" point)
-  if(CMAKE_MATCH_6)
-    math(EXPR point "${point} + ${CMAKE_MATCH_6}")
-  endif()
-  # Keep the digits down to the 1e-15 place: point + 15 of them, zero-padded on the right.
-  math(EXPR keep "${point} + 15")
-  if(keep LESS_EQUAL 0)
-    set(${out} 0 PARENT_SCOPE)
-    return()
-  endif()
-  string(LENGTH "${digits}" n)
-  while(n LESS keep)
-    string(APPEND digits "0")
-    math(EXPR n "${n} + 1")
-  endwhile()
-  string(SUBSTRING "${digits}" 0 ${keep} digits)
-  string(REGEX REPLACE "^0+" "" digits "${digits}")
-  if(digits STREQUAL "")
-    set(digits 0)
-  endif()
-  math(EXPR value "${sign}${digits}")
-  set(${out} ${value} PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # to_units, run_ok, expect_usage_error
 
 # expect_near(<what> <actual text> <expected text>): |actual − expected| ≤ 1e-12 (1000 femto-units;
-# the truncation of each side to 1e-15 adds at most 2e-15).
+# the truncation of each side to 1e-15 adds at most 2e-15). |expected| < 1000, the range of
+# femto-units; an actual outside it saturates and fails.
 function(expect_near what actual expected)
-  to_femto(a "${actual}")
-  to_femto(e "${expected}")
+  to_units(a "${actual}" 15)
+  to_units(e "${expected}" 15)
   math(EXPR diff "${a} - ${e}")
   if(diff LESS -1000 OR diff GREATER 1000)
     message(FATAL_ERROR "${what}: got ${actual}, expected ${expected} (tolerance 1e-12)")
   endif()
-endfunction()
-
-# run_ok(<out> <arguments...>): runs ncsde, requires exit code 0 and returns stdout.
-function(run_ok out)
-  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "ncsde ${ARGN} failed (${rc}):\n${err}")
-  endif()
-  set(${out} "${stdout}" PARENT_SCOPE)
 endfunction()
 
 # ---- 1. mlp at V = [[1, .5], [.5, 1]], c₊ = 0, c₋ = −2 ----
@@ -160,8 +118,8 @@ foreach(row IN LISTS rows)
   list(GET fields 3 v11)
   list(GET fields 5 v22)
   # CMake has no floats: compare in femto-units.
-  to_femto(a "${v11}")
-  to_femto(b "${v22}")
+  to_units(a "${v11}" 15)
+  to_units(b "${v22}" 15)
   if(a GREATER 1300000000000000 OR b GREATER 1300000000000000)
     set(over TRUE)
   else()
@@ -182,20 +140,6 @@ endif()
 file(REMOVE "${csv}")
 
 # ---- 4. bad input: exit code 2, the flag and the value named ----
-# expect_usage_error(<texts the message must contain, ';'-separated> <arguments...>)
-function(expect_usage_error texts)
-  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 2)
-    message(FATAL_ERROR "ncsde ${ARGN}: expected exit code 2, got ${rc}\n${err}")
-  endif()
-  foreach(text IN LISTS texts)
-    string(FIND "${err}" "${text}" position)
-    if(position EQUAL -1)
-      message(FATAL_ERROR "ncsde ${ARGN}: the message does not contain '${text}':\n${err}")
-    endif()
-  endforeach()
-endfunction()
-
 expect_usage_error("ncsde: error:;gamma2;1.5;--gamma2" coefficients --model resnet --gamma2 1.5 --V "1,0\;0,1")
 expect_usage_error("ncsde: error:;tau0;--tau0" coefficients --model attention --tau0 0 --V "1,0\;0,1")
 expect_usage_error("ncsde: error:;heads;--heads" coefficients --model attention --heads 0 --V "1,0\;0,1")

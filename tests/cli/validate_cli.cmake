@@ -3,17 +3,14 @@
 # wrong variants of attention), every KS p-value is a probability, the markdown table is printed, the
 # plot files are written, and bad flags fail with exit code 2 naming the flag and the value.
 cmake_minimum_required(VERSION 3.19)
-if(NOT NCSDE OR NOT OUT)
+include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # run_ok, expect_usage_error
+if(NOT OUT)
   message(FATAL_ERROR "pass -DNCSDE=<path to the ncsde program> -DOUT=<scratch directory>")
 endif()
 file(REMOVE_RECURSE "${OUT}")
 
 set(small --model attention --n 8,16 --networks 400 --paths 400 --dt 0.0078125)
-execute_process(COMMAND "${NCSDE}" validate ${small} --format json --threads 2
-                RESULT_VARIABLE rc OUTPUT_VARIABLE json ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "validate --format json failed (${rc}):\n${err}")
-endif()
+run_ok(json validate ${small} --format json --threads 2)
 string(JSON rows LENGTH "${json}" rows)
 if(NOT rows EQUAL 5)
   message(FATAL_ERROR "expected 5 rows (n=8, n=16, noise floor, vpv, no-attention), got ${rows}")
@@ -39,19 +36,14 @@ if(NOT v1 STREQUAL "wrong SDE: vpv")
 endif()
 
 # Same seed, same numbers, whatever the thread count.
-execute_process(COMMAND "${NCSDE}" validate ${small} --format json --threads 1
-                RESULT_VARIABLE rc OUTPUT_VARIABLE json1 ERROR_VARIABLE err)
+run_ok(json1 validate ${small} --format json --threads 1)
 string(JSON rows_a GET "${json}" rows)
 string(JSON rows_b GET "${json1}" rows)
 if(NOT rows_a STREQUAL rows_b)
   message(FATAL_ERROR "validate rows differ between --threads 2 and --threads 1")
 endif()
 
-execute_process(COMMAND "${NCSDE}" validate ${small} --plots "${OUT}"
-                RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "validate --plots failed (${rc}):\n${err}")
-endif()
+run_ok(table validate ${small} --plots "${OUT}")
 foreach(needle "| network n=16 | SDE, grid 1/16 |" "Bonferroni p" "Quantiles of ρ¹²" "Plots and data in")
   string(FIND "${table}" "${needle}" at)
   if(at EQUAL -1)
@@ -66,24 +58,13 @@ foreach(f rho_density.png ks_vs_n.png sample_paths.png stopped_fraction.png vali
 endforeach()
 
 # Bad input: exit 2 and the flag and value named.
-function(expect_usage_error needle)
-  execute_process(COMMAND "${NCSDE}" validate ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc EQUAL 2)
-    message(FATAL_ERROR "validate ${ARGN}: expected exit 2, got ${rc}\n${err}")
-  endif()
-  string(FIND "${err}" "${needle}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "validate ${ARGN}: message lacks '${needle}':\n${err}")
-  endif()
-endfunction()
-expect_usage_error("dt must be such that 1/(n·dt) is an integer for n = 48" --n 48 --dt 0.0078125 --paths 10 --networks 10)
-expect_usage_error("--n must be > 64 (widths strictly increasing) (got 32)" --n 64,32)
-expect_usage_error("--n must be >= 2 (each width) (got 1)" --n 1,2)
-expect_usage_error("--variants must be one of correct, vpv" --variants vpvpv)
-expect_usage_error("variant must be 'correct' for a model without attention" --model mlp --variants vpv)
-expect_usage_error("heads must be a divisor of n = 8" --model attention --heads 3 --n 8,16)
-expect_usage_error("--stop-level must be > 0 and finite (got -1)" --stop-level -1)
-expect_usage_error("--alpha must be in (0, 1) (got 2)" --alpha 2)
-expect_usage_error("--V0 must be at least 2x2 (ρ needs two tokens) (got a 1x1 matrix)" --V0 "1")
-expect_usage_error("--V0: malformed matrix '1,x'" --V0 "1,x")
+expect_usage_error("dt must be such that 1/(n·dt) is an integer for n = 48" validate --n 48 --dt 0.0078125 --paths 10 --networks 10)
+expect_usage_error("--n must be > 64 (widths strictly increasing) (got 32)" validate --n 64,32)
+expect_usage_error("--n must be >= 2 (each width) (got 1)" validate --n 1,2)
+expect_usage_error("--variants must be one of correct, vpv" validate --variants vpvpv)
+expect_usage_error("variant must be 'correct' for a model without attention" validate --model mlp --variants vpv)
+expect_usage_error("heads must be a divisor of n = 8" validate --model attention --heads 3 --n 8,16)
+expect_usage_error("--stop-level must be > 0 and finite (got -1)" validate --stop-level -1)
+expect_usage_error("--alpha must be in (0, 1) (got 2)" validate --alpha 2)
+expect_usage_error("--V0 must be at least 2x2 (ρ needs two tokens) (got a 1x1 matrix)" validate --V0 "1")
+expect_usage_error("--V0: malformed matrix '1,x'" validate --V0 "1,x")

@@ -4,12 +4,12 @@
 
 #include <cmath>
 #include <limits>
-#include <string>
 #include <vector>
 
-#include "ncsde/error.hpp"
 #include "ncsde/models/coefficients.hpp"
 #include "support/mc_stats.hpp"
+#include "support/message_of.hpp"
+#include "support/network_refusals.hpp"
 
 namespace {
 
@@ -48,17 +48,6 @@ void check_means(entry_means& means, const matrix& expected, int m, double allow
       CHECK(std::abs(s.mean() - expected(a, b)) <= 5 * s.stderr_of_mean() + allowance);
     }
   }
-}
-
-/// The message of the ncsde::invalid_argument thrown by f ("" if none).
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const ncsde::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
@@ -266,62 +255,10 @@ TEST_CASE("literal networks are reproducible: same (seed, network) → identical
 }
 
 TEST_CASE("literal networks refuse bad input, naming the parameter and the value") {
-  using models::architecture;
-  const models::shaped_params ok;
-  CHECK(message_of([&] { networks::literal_network(architecture::mlp, ok, 3, 1); }) ==
-        "literal_network: n must be >= 2 (got 1)");
-  CHECK(message_of([&] { networks::literal_network(architecture::mlp, ok, 0, 8); }) ==
-        "literal_network: m must be >= 1 (got 0)");
-  CHECK(message_of([&] { networks::literal_network(architecture::mlp, ok, 4, 3); }) ==
-        "literal_network: n must be >= m = 4 (X0 has m orthonormal rows) (got 3)");
-  CHECK(message_of([&] { networks::literal_network(architecture::attention, ok, 3, 8, 0); }) ==
-        "literal_network: n_k must be >= 1 (got 0)");
-  models::shaped_params heads = ok;
-  heads.heads = 3;
-  CHECK(message_of([&] { networks::literal_network(architecture::attention, heads, 3, 8); }) ==
-        "literal_network: heads must be a divisor of n = 8 (got 3)");
-  CHECK(message_of([&] { networks::literal_network(architecture::resnet, heads, 3, 9); }) ==
-        "literal_network: heads must be 1 for mlp and resnet (no attention) (got 3)");
-  models::shaped_params ratio = ok;
-  ratio.hidden_ratio = 0.3;
-  CHECK(message_of([&] { networks::literal_network(architecture::resnet, ratio, 3, 8); }) ==
-        "literal_network: hidden_ratio must be such that r·n is a positive integer (n = 8, r·n = "
-        "2.4) (got 0.3)");
-  // r·n only matters with a ReLU branch.
-  CHECK(message_of([&] { networks::literal_network(architecture::attention, ratio, 3, 8); }) == "");
-  models::shaped_params tau = ok;
-  tau.tau0 = -0.5;
-  CHECK(message_of([&] { networks::literal_network(architecture::attention, tau, 3, 8); }) ==
-        "literal_network: tau0 must be finite and > 0 (got -0.5)");
-  models::shaped_params g2 = ok;
-  g2.gamma2 = 1.5;
-  CHECK(message_of([&] { networks::literal_network(architecture::transformer, g2, 3, 8); }) ==
-        "literal_network: gamma2 must be in [0, 1] (got 1.5)");
-
-  const networks::literal_network net(architecture::mlp, ok, 3, 8);
-  const ncsde::random_stream stream(1, 0);
-  const matrix v0 = v0_3x3();
-  CHECK(message_of([&] { net.run(v0, 0, {0}, stream); }) ==
-        "literal_network::run: d must be >= 1 (got 0)");
-  CHECK(message_of([&] { net.run(v0, 4, {}, stream); }) ==
-        "literal_network::run: depths must be non-empty");
-  CHECK(message_of([&] {
-          net.run(v0, 4, {1, 5}, stream);
-        }) == "literal_network::run: depths[1] must be in [0, d = 4] (got 5)");
-  CHECK(message_of([&] {
-          net.run(v0, 4, {2, 2}, stream);
-        }) ==
-        "literal_network::run: depths[1] must be > depths[0] = 2 (strictly increasing) (got 2)");
-  CHECK(message_of([&] { net.initial_state(matrix::Identity(2, 2), stream); }) ==
-        "literal_network: V0 must be 3x3 (m = 3) (got 2x2)");
-  matrix indefinite = v0;
-  indefinite(0, 0) = -1.0;
-  CHECK(message_of([&] {
-          net.initial_state(indefinite, stream);
-        }).starts_with("literal_network: V0"));
+  support::check_network_refusals<networks::literal_network>("literal_network", v0_3x3());
   matrix s(2, 3);
   s.setZero();
   matrix a;
-  CHECK(message_of([&] { networks::attention_matrix(s, false, a); }) ==
+  CHECK(support::message_of([&] { networks::attention_matrix(s, false, a); }) ==
         "attention_matrix: S must be square (got 2x3)");
 }

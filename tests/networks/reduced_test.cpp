@@ -6,15 +6,15 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <string>
 #include <vector>
 
-#include "ncsde/error.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/sample.hpp"
 #include "ncsde/statistics.hpp"
 #include "ncsde/symmetric.hpp"
 #include "support/mc_stats.hpp"
+#include "support/message_of.hpp"
+#include "support/network_refusals.hpp"
 
 namespace {
 
@@ -162,16 +162,7 @@ void check_one_step_agreement(const config& c, int n, const matrix& v0, int lite
   }
 }
 
-/// The message of the ncsde::invalid_argument thrown by f ("" if none).
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const ncsde::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using support::message_of;
 
 }  // namespace
 
@@ -440,57 +431,8 @@ TEST_CASE("reduced networks are reproducible: same (seed, network) → identical
 }
 
 TEST_CASE("reduced networks refuse bad input with the literal network's messages") {
-  const models::shaped_params ok;
-  CHECK(message_of([&] { networks::reduced_network(architecture::mlp, ok, 3, 1); }) ==
-        "reduced_network: n must be >= 2 (got 1)");
-  CHECK(message_of([&] { networks::reduced_network(architecture::mlp, ok, 0, 8); }) ==
-        "reduced_network: m must be >= 1 (got 0)");
-  CHECK(message_of([&] { networks::reduced_network(architecture::mlp, ok, 4, 3); }) ==
-        "reduced_network: n must be >= m = 4 (X0 has m orthonormal rows) (got 3)");
-  CHECK(message_of([&] { networks::reduced_network(architecture::attention, ok, 3, 8, 0); }) ==
-        "reduced_network: n_k must be >= 1 (got 0)");
-  models::shaped_params heads = ok;
-  heads.heads = 3;
-  CHECK(message_of([&] { networks::reduced_network(architecture::attention, heads, 3, 8); }) ==
-        "reduced_network: heads must be a divisor of n = 8 (got 3)");
-  models::shaped_params ratio = ok;
-  ratio.hidden_ratio = 0.3;
-  CHECK(message_of([&] { networks::reduced_network(architecture::transformer, ratio, 3, 8); }) ==
-        "reduced_network: hidden_ratio must be such that r·n is a positive integer (n = 8, r·n = "
-        "2.4) (got 0.3)");
-  models::shaped_params tau = ok;
-  tau.tau0 = -0.5;
-  CHECK(message_of([&] { networks::reduced_network(architecture::attention, tau, 3, 8); }) ==
-        "reduced_network: tau0 must be finite and > 0 (got -0.5)");
-  // The unshaped form needs attention, in both samplers.
-  CHECK(message_of([&] {
-          networks::reduced_network(architecture::resnet, ok, 3, 8, 1, attention_form::unshaped);
-        }) ==
-        "reduced_network: form must be shaped for mlp and resnet (no attention) (got unshaped)");
-  CHECK(message_of([&] {
-          networks::literal_network(architecture::mlp, ok, 3, 8, 1, attention_form::unshaped);
-        }) ==
-        "literal_network: form must be shaped for mlp and resnet (no attention) (got unshaped)");
-
-  const networks::reduced_network net(architecture::mlp, ok, 3, 8);
+  support::check_network_refusals<networks::reduced_network>("reduced_network", v3());
   const ncsde::random_stream stream(1, 0);
-  const matrix v0 = v3();
-  CHECK(message_of([&] { net.run(v0, 0, {0}, stream); }) ==
-        "reduced_network::run: d must be >= 1 (got 0)");
-  CHECK(message_of([&] { net.run(v0, 4, {}, stream); }) ==
-        "reduced_network::run: depths must be non-empty");
-  CHECK(message_of([&] {
-          net.run(v0, 4, {2, 2}, stream);
-        }) ==
-        "reduced_network::run: depths[1] must be > depths[0] = 2 (strictly increasing) (got 2)");
-  CHECK(message_of([&] { net.initial_state(matrix::Identity(2, 2), stream); }) ==
-        "reduced_network: V0 must be 3x3 (m = 3) (got 2x2)");
-  matrix indefinite = v0;
-  indefinite(0, 0) = -1.0;
-  CHECK(message_of([&] {
-          net.initial_state(indefinite, stream);
-        }).starts_with("reduced_network: V0"));
-
   CHECK(message_of([&] { networks::chi_squared(stream, ncsde::random_domain::user, 0, 0, 0.0); }) ==
         "chi_squared: dof must be finite and > 0 (got 0)");
   CHECK(message_of([&] {

@@ -101,7 +101,7 @@ int run_convergence_command(const convergence_args& a) {
 
   if (!a.plots.empty()) {
     const std::filesystem::path dir(a.plots);
-    std::filesystem::create_directories(dir);
+    if (!create_plot_directory("convergence", dir)) return exit_failure;
     const std::filesystem::path json = dir / "convergence.json";
     {
       std::ofstream out(json);
@@ -111,13 +111,8 @@ int run_convergence_command(const convergence_args& a) {
         return exit_failure;
       }
     }
-    const int rc = run_process({python, script.string(), json.string(), dir.string()},
-                               child_output::to_stderr);
-    if (rc != 0) {
-      std::fprintf(stderr, "ncsde convergence: the plot script failed (exit status %d): %s %s %s\n",
-                   rc, python, script.c_str(), json.c_str());
+    if (!run_plot_script("convergence", script.string(), {json.string(), dir.string()}))
       return exit_failure;
-    }
   }
 
   if (a.check) {

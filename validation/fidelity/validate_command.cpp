@@ -234,13 +234,7 @@ int run_validate_command(const validate_args& a) {
   if (!a.plots.empty()) {
     if (!plotting_available("validate", script)) return exit_failure;
     dir = a.plots;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-      std::fprintf(stderr, "ncsde validate: --plots: cannot create %s: %s\n", dir.c_str(),
-                   ec.message().c_str());
-      return exit_failure;
-    }
+    if (!create_plot_directory("validate", dir)) return exit_failure;
   }
 
   const bool table = a.format == "table";
@@ -532,12 +526,7 @@ int run_validate_command(const validate_args& a) {
           f << '\n';
         }
     }
-    const int rc = run_process({python, script, dir.string()}, child_output::to_stderr);
-    if (rc != 0) {
-      std::fprintf(stderr, "ncsde validate: the plot script failed (exit %d): %s %s %s\n", rc,
-                   python, script.c_str(), dir.c_str());
-      return exit_failure;
-    }
+    if (!run_plot_script("validate", script, {dir.string()})) return exit_failure;
     if (table)
       std::cout << fmt::format(
           "\nPlots and data in {}: rho_density.png, ks_vs_n.png, sample_paths.png, "

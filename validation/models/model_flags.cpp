@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 #include <system_error>
+#include <variant>
 #include <vector>
 
 #include "command.hpp"
@@ -101,12 +102,7 @@ std::optional<models::covariance_sde> make_model(const model_flags& flags) {
   try {
     return models::covariance_sde(parse_architecture(flags.model), flags.params);
   } catch (const ncsde::invalid_argument& e) {
-    const std::string_view flag = flag_of_message(e.what());
-    if (flag.empty())
-      std::fprintf(stderr, "ncsde: error: %s\n", e.what());
-    else
-      std::fprintf(stderr, "ncsde: error: %s (flag %.*s)\n", e.what(), static_cast<int>(flag.size()),
-                   flag.data());
+    report_invalid_argument(e);
     return std::nullopt;
   }
 }
@@ -194,6 +190,26 @@ std::optional<any_network> make_network(const model_flags& model, const network_
       return any_network(std::in_place_type<networks::reduced_network>, arch, model.params, m,
                          net.n, net.key_dimension(), form);
     throw_invalid_argument("ncsde", "--sampler", net.sampler, "one of literal, reduced");
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return std::nullopt;
+  }
+}
+
+networks::network_options network_options_of(const network_flags& net) {
+  networks::network_options opt;
+  opt.seed = net.seed;
+  opt.networks = net.networks;
+  opt.threads = net.threads;
+  return opt;
+}
+
+std::optional<networks::network_ensemble> sample_any_network(const any_network& net,
+                                                             const matrix& v0, int d,
+                                                             const networks::network_options& opt) {
+  try {
+    return std::visit(
+        [&](const auto& sampler) { return networks::sample_networks(sampler, v0, d, opt); }, net);
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return std::nullopt;

@@ -22,6 +22,7 @@
 #include "ncsde/models/shaped.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
+#include "ncsde/networks/sample.hpp"
 
 namespace ncsde::cli {
 
@@ -86,6 +87,18 @@ networks::attention_form parse_attention_form(std::string_view text);
 /// returns std::nullopt (the caller exits with cli::exit_usage).
 std::optional<any_network> make_network(const model_flags& model, const network_flags& net, int m,
                                         networks::attention_form form);
+
+/// The network_options of the flags: seed, ensemble size and threads; depths, stop level and the
+/// rest keep network_options' defaults for the command to set.
+networks::network_options network_options_of(const network_flags& net);
+
+/// networks::sample_networks(sampler, v0, d, opt) on the sampler `net` holds. A bad argument (a
+/// stop level or depth out of range, a V0 the sampler refuses) is printed by
+/// report_invalid_argument and gives std::nullopt (the caller exits with cli::exit_usage); any
+/// other exception propagates.
+std::optional<networks::network_ensemble> sample_any_network(const any_network& net,
+                                                             const matrix& v0, int d,
+                                                             const networks::network_options& opt);
 
 /// Prints a library ncsde::invalid_argument ("<where>: <param> must be …") to stderr as
 /// "ncsde: error: <message> (flag --<name>)" when <param> belongs to a flag of the model or network

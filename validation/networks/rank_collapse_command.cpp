@@ -25,9 +25,9 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "command.hpp"
@@ -184,33 +184,19 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
   if (!a.plots.empty() && !plotting_available("rank-collapse", script.string()))
     return exit_failure;
   std::ofstream file;
-  if (!a.out.empty()) {
-    file.open(a.out);
-    if (!file) {
-      std::fprintf(stderr, "ncsde rank-collapse: --out: cannot write %s\n", a.out.c_str());
-      return exit_failure;
-    }
-  }
+  if (!a.out.empty() && !open_output("rank-collapse", a.out, file)) return exit_failure;
 
-  networks::network_options opt;
-  opt.seed = a.net.seed;
-  opt.networks = a.net.networks;
-  opt.threads = a.net.threads;
+  networks::network_options opt = network_options_of(a.net);
   opt.depths = depth_grid(a.net.d);
   // One seed for both forms: network i of each form starts from the same stream (seed, i).
-  auto run = [&](const any_network& net) {
-    return std::visit(
-        [&](const auto& sampler) { return networks::sample_networks(sampler, *v0, a.net.d, opt); },
-        net);
-  };
-  networks::network_ensemble unshaped, shaped;
-  try {
-    unshaped = run(*unshaped_net);
-    shaped = run(*shaped_net);
-  } catch (const ncsde::invalid_argument& e) {
-    report_invalid_argument(e);
-    return exit_usage;
-  }
+  const std::optional<networks::network_ensemble> unshaped_run =
+      sample_any_network(*unshaped_net, *v0, a.net.d, opt);
+  if (!unshaped_run) return exit_usage;
+  const std::optional<networks::network_ensemble> shaped_run =
+      sample_any_network(*shaped_net, *v0, a.net.d, opt);
+  if (!shaped_run) return exit_usage;
+  const networks::network_ensemble& unshaped = *unshaped_run;
+  const networks::network_ensemble& shaped = *shaped_run;
   const std::vector<depth_summary> u = summarise(unshaped);
   const std::vector<depth_summary> s = summarise(shaped);
 
@@ -251,7 +237,7 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
   }
   if (!a.plots.empty()) {
     const std::filesystem::path dir(a.plots);
-    std::filesystem::create_directories(dir);
+    if (!create_plot_directory("rank-collapse", dir)) return exit_failure;
     const std::filesystem::path csv = dir / "rank_collapse.csv";
     {
       std::ofstream plot_data(csv);
@@ -264,14 +250,8 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
     const std::string title =
         fmt::format("{} networks, m = {}, n = {}, gamma2 = {:g}, tau0 = {:g}, {} networks per form",
                     a.model.model, m, a.net.n, p.gamma2, p.tau0, a.net.networks);
-    const int rc = run_process({python, script.string(), csv.string(), dir.string(), title},
-                               child_output::to_stderr);
-    if (rc != 0) {
-      std::fprintf(stderr,
-                   "ncsde rank-collapse: the plot script failed (exit status %d): %s %s %s\n", rc,
-                   python, script.c_str(), csv.c_str());
+    if (!run_plot_script("rank-collapse", script.string(), {csv.string(), dir.string(), title}))
       return exit_failure;
-    }
   }
   return exit_ok;
 }

@@ -23,8 +23,8 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "command.hpp"
@@ -34,6 +34,7 @@
 #include "ncsde/networks/sample.hpp"
 #include "ncsde/statistics.hpp"
 #include "ncsde/symmetric.hpp"
+#include "process.hpp"
 
 namespace ncsde::cli {
 namespace {
@@ -219,28 +220,13 @@ int run_sample_network_command(const sample_network_args& a) {
 
   // Open the output before the run, so an unwritable path fails at once.
   std::ofstream file;
-  if (!a.out.empty()) {
-    file.open(a.out);
-    if (!file) {
-      std::fprintf(stderr, "ncsde sample-network: --out: cannot write %s\n", a.out.c_str());
-      return exit_failure;
-    }
-  }
+  if (!a.out.empty() && !open_output("sample-network", a.out, file)) return exit_failure;
 
-  networks::network_options opt;
-  opt.seed = a.net.seed;
-  opt.networks = a.net.networks;
-  opt.threads = a.net.threads;
+  networks::network_options opt = network_options_of(a.net);
   opt.stop_level = a.stop_level;
-  networks::network_ensemble e;
-  try {
-    e = std::visit(
-        [&](const auto& sampler) { return networks::sample_networks(sampler, *v0, a.net.d, opt); },
-        *net);
-  } catch (const ncsde::invalid_argument& err) {
-    report_invalid_argument(err);
-    return exit_usage;
-  }
+  const std::optional<networks::network_ensemble> run = sample_any_network(*net, *v0, a.net.d, opt);
+  if (!run) return exit_usage;
+  const networks::network_ensemble& e = *run;
 
   const int K = packed_size(m);
   moments terminal(K);
