@@ -1,5 +1,6 @@
 #include "ncsde/levy_area.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -61,7 +62,21 @@ void iterated_integrals::generate_from(noise_increment& inc, const Eigen::Ref<co
   m_y = Eigen::Map<const matrix>(normals.data() + static_cast<std::ptrdiff_t>(terms) * k, k, terms);
   // Fourier coefficients of the bridge: column r of Y becomes (Y_r − √2 w)/r.
   for (int r = 0; r < terms; ++r) m_y.col(r) = (m_y.col(r) - std::numbers::sqrt2 * m_w) / (r + 1.0);
-  m_a.noalias() = m_y * m_x;
+  // S = Y X. Eigen packs a product's operands into buffers of up to depth·k doubles, on the stack
+  // below EIGEN_STACK_ALLOCATION_LIMIT and on the heap above it (at every step). A deep product is
+  // therefore summed over chunks of at most `chunk` terms; a product that fits (terms ≤ chunk, e.g.
+  // k = 128 up to 128 terms) is the single plain product.
+  const int chunk =
+      std::max(1, static_cast<int>(EIGEN_STACK_ALLOCATION_LIMIT / sizeof(double)) / k);
+  if (terms <= chunk) {
+    m_a.noalias() = m_y * m_x;
+  } else {
+    m_a.noalias() = m_y.leftCols(chunk) * m_x.topRows(chunk);
+    for (int first = chunk; first < terms; first += chunk) {
+      const int n = std::min(chunk, terms - first);
+      m_a.noalias() += m_y.middleCols(first, n) * m_x.middleRows(first, n);
+    }
+  }
   if (m_method == levy_area_method::wiktorsson) {
     // Tail: a Gaussian antisymmetric G with scale √(2ψ'(p+1)), then the correction that matches the
     // tail's covariance conditional on w: A += G_lower + (G w) wᵀ / (1 + √(1 + |w|²)).
@@ -76,8 +91,8 @@ void iterated_integrals::generate_from(noise_increment& inc, const Eigen::Ref<co
         anti(j, i) = -x;
         m_a(i, j) += x;
       }
-    const vector gw = anti * m_w;
-    m_a.noalias() += (gw / (1.0 + std::sqrt(1.0 + m_w.squaredNorm()))) * m_w.transpose();
+    m_gw.noalias() = anti * m_w;
+    m_a.noalias() += (m_gw / (1.0 + std::sqrt(1.0 + m_w.squaredNorm()))) * m_w.transpose();
   }
   // Lévy area A = (S − Sᵀ)/(2π); I = (w wᵀ − Id)/2 + A, scaled back by h.
   inc.iterated = (m_a - m_a.transpose()) / (2.0 * std::numbers::pi);

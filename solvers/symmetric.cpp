@@ -29,19 +29,6 @@ void unpack_upper(const Eigen::Ref<const vector>& packed, matrix& out) {
     }
 }
 
-void symmetrize(matrix& v) {
-  NCSDE_ASSERT(v.rows() == v.cols(), "symmetrize: the matrix is not square");
-  const Eigen::Index m = v.rows();
-  for (Eigen::Index b = 0; b < m; ++b) {
-    v(b, b) = 0.5 * (v(b, b) + v(b, b));  // as the expression form: d + d may overflow to inf
-    for (Eigen::Index a = b + 1; a < m; ++a) {
-      const double x = 0.5 * (v(a, b) + v(b, a));
-      v(a, b) = x;
-      v(b, a) = x;
-    }
-  }
-}
-
 double asymmetry(const matrix& v) {
   if (v.rows() != v.cols() || v.size() == 0) return 0.0;
   return (v - v.transpose()).cwiseAbs().maxCoeff();

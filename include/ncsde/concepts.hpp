@@ -20,6 +20,19 @@ namespace ncsde {
 using matrix = Eigen::MatrixXd;
 using vector = Eigen::VectorXd;
 
+/// m×m matrix with m fixed at compile time; square_matrix<Eigen::Dynamic> is ncsde::matrix.
+template <int M>
+using square_matrix = Eigen::Matrix<double, M, M>;
+/// Length-m column vector, m fixed at compile time or Eigen::Dynamic.
+template <int M>
+using column_vector = Eigen::Matrix<double, M, 1>;
+
+/// The m for which integrate() and run_ensemble() step compile-time-sized states square_matrix<m>
+/// (no heap storage, unrolled small kernels), provided the problem is an Sde<S, square_matrix<m>>
+/// and the stepper can be rebound to that state type; every other m runs on ncsde::matrix.
+template <int M>
+inline constexpr bool is_fixed_size = M == 2 || M == 3 || M == 4 || M == 8;
+
 /// S is an SDE on State:
 ///  - s.noise_dimension(m) → k ≥ 1, the number of standard normals one increment needs;
 ///  - s.drift(v, out, t): out = b(t, v) (out is sized by the caller to match v);

@@ -173,9 +173,12 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
   std::vector<std::pair<long long, std::exception_ptr>> errors;
 
   const auto start = std::chrono::steady_clock::now();
-  auto worker = [&]() {
+  // Each worker steps paths on State: square_matrix<m> on the fixed-size path, else ncsde::matrix
+  // (see integrate()); path p's numbers are the same either way as integrate()'s for (seed, p).
+  auto worker = [&]<class State>(std::type_identity<State>) {
     S sde = prob.sde;  // per-thread copy: coefficients may keep mutable workspaces
-    Stepper local = stepper;
+    using rebound = detail::stepper_for<Stepper, State>;
+    typename rebound::type local = rebound::make(stepper);
     vector packed(K);
     detail::null_observer obs;
     for (;;) {
@@ -191,8 +194,9 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
       for (long long p = first; p < last; ++p) {
         try {
           stream_brownian source(random_stream(opt.seed, static_cast<std::uint64_t>(p)), k, iopt.levy_area);
-          detail::path_integrator<Stepper, S, stream_brownian, detail::null_observer> engine(
-              local, sde, source, iopt, p);
+          detail::path_integrator<typename rebound::type, S, stream_brownian, detail::null_observer,
+                                  State>
+              engine(local, sde, source, iopt, p);
           path_result r = engine.run(v0, grid, obs);
           const std::size_t ps = static_cast<std::size_t>(p);
           statuses[ps] = r.status;
@@ -258,7 +262,8 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
   {
     std::vector<std::jthread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
-    for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
+    for (int i = 0; i < threads; ++i)
+      pool.emplace_back([&] { detail::visit_state_type<Stepper, S>(m, worker); });
     // Poll only to draw the bar; otherwise just join the workers.
     while (bar.enabled() && paths_done.load() < opt.paths && !failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

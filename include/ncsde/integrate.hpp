@@ -17,11 +17,14 @@
 /// naming the coefficient, path, step and time.
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ncsde/brownian.hpp"
@@ -114,27 +117,45 @@ void validate_options(const integrate_options& options);
 
 namespace detail {
 
+/// The observer that ignores its calls (and is never called).
+struct null_observer {
+  void operator()(const matrix&, double) const {}
+};
+
 /// Integrates one path: the engine behind integrate() and ensembles. `Source` is stream_brownian or
-/// any type with increment(step, dt, with_iterated, out) and split(...).
-template <class Stepper, class S, class Source, class Observer>
+/// any type with increment(step, dt, with_iterated, out) and split(...). The state is stepped as a
+/// `State` (ncsde::matrix, or square_matrix<M> on the fixed-size path; Stepper must step that type);
+/// the result, the observer and the stop condition see ncsde::matrix. Every workspace is a member,
+/// so after the first step (and the first split at each refinement depth) a step allocates nothing
+/// here; the observer and the stop condition see a dynamic copy kept in a member.
+template <class Stepper, class S, class Source, class Observer, class State = matrix>
 class path_integrator {
  public:
   path_integrator(Stepper& stepper, const S& sde, Source& source, const integrate_options& opt,
                   long long path_index)
-      : m_stepper(stepper), m_sde(sde), m_source(source), m_opt(opt), m_path(path_index) {}
+      : m_stepper(stepper),
+        m_sde(sde),
+        m_source(source),
+        m_opt(opt),
+        m_path(path_index),
+        m_halves(static_cast<std::size_t>(std::max(opt.refine_depth, 0))) {}
 
   path_result run(const matrix& v0, const step_grid& grid, Observer& observer) {
     path_result r;
-    r.v = v0;
+    m_v = v0;
     std::size_t next_save = 0;
     auto save_due = [&](long long i) {
       while (next_save < grid.save_steps.size() && grid.save_steps[next_save] == i) {
-        r.saved.push_back(r.v);
+        r.saved.emplace_back(m_v);
         ++next_save;
       }
     };
+    auto finish = [&](path_status st) {
+      r.status = st;
+      r.v = m_v;
+    };
     save_due(0);
-    observer(static_cast<const matrix&>(r.v), grid.t0);
+    observe(observer, grid.t0);
     r.t_stop = grid.t0;
     for (long long i = 0; i < grid.steps; ++i) {
       const double t = grid.time(i);
@@ -144,56 +165,70 @@ class path_integrator {
       r.steps = i + 1;
       r.t_stop = grid.time(i + 1);
       if (st != path_status::completed) {
-        r.status = st;
         if (st == path_status::blown_up) r.t_stop = m_blowup_time;
+        finish(st);
         return r;
       }
-      if (m_opt.stop_condition && m_opt.stop_condition(r.v, r.t_stop)) {
-        r.status = path_status::stopped;
+      if (m_opt.stop_condition && m_opt.stop_condition(dynamic_state(), r.t_stop)) {
+        finish(path_status::stopped);
         return r;
       }
       save_due(i + 1);
-      observer(static_cast<const matrix&>(r.v), r.t_stop);
+      observe(observer, r.t_stop);
     }
-    r.status = path_status::completed;
+    finish(path_status::completed);
     return r;
   }
 
  private:
-  /// One (sub)step from r.v at time t with increment inc; applies the policies.
+  /// The current state as an ncsde::matrix (a copy into a reused member on the fixed-size path).
+  const matrix& dynamic_state() {
+    if constexpr (std::is_same_v<State, matrix>) {
+      return m_v;
+    } else {
+      m_dynamic = m_v;
+      return m_dynamic;
+    }
+  }
+
+  void observe(Observer& observer, double t) {
+    if constexpr (!std::is_same_v<Observer, null_observer>) observer(dynamic_state(), t);
+  }
+
+  /// One (sub)step from m_v at time t with increment inc; applies the policies.
   path_status advance(path_result& r, double t, const noise_increment& inc, std::uint64_t step,
                       std::uint64_t node, int depth, long long grid_step) {
-    m_trial = r.v;
+    m_trial = m_v;
     try {
       m_stepper.do_step(m_sde, m_trial, t, inc);
     } catch (const non_finite_coefficient& e) {
       throw evaluation_error(fmt::format(
           "integrate: the {} returned {} at path {}, step {}, t = {} (max |V| = {:.6g})", e.which,
-          e.what, m_path, grid_step, t, r.v.cwiseAbs().maxCoeff()));
+          e.what, m_path, grid_step, t, m_v.cwiseAbs().maxCoeff()));
     }
     // Symmetric by construction; make round-off asymmetry of user coefficients exact.
     symmetrize(m_trial);
     if (!m_trial.allFinite() || !(m_trial.cwiseAbs().maxCoeff() <= m_opt.blowup_threshold)) {
-      r.v = m_trial;
+      m_v = m_trial;
       m_blowup_time = t + inc.dt;
       return path_status::blown_up;
     }
     const psd_result pr = m_checker.check(m_trial);
     if (pr.status == psd_status::boundary) ++r.pd.boundary;
     if (pr.status != psd_status::outside) {
-      r.v = m_trial;
+      m_v = m_trial;
       return path_status::completed;
     }
     ++r.pd.violations;
     if (!(r.pd.min_eigenvalue <= pr.min_eigenvalue)) r.pd.min_eigenvalue = pr.min_eigenvalue;
     switch (m_opt.policy) {
       case pd_policy::count:
-        r.v = m_trial;
+        m_v = m_trial;
         return path_status::completed;
       case pd_policy::project:
         m_checker.project(m_trial, m_opt.pd_floor);
         ++r.pd.projected;
-        r.v = m_trial;
+        m_v = m_trial;
         return path_status::completed;
       case pd_policy::throw_error:
         throw pd_violation(
@@ -211,7 +246,10 @@ class path_integrator {
                       m_path, grid_step, t + inc.dt, pr.min_eigenvalue, depth, inc.dt),
           m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
     ++r.pd.refined;
-    noise_increment left, right;
+    // The halves of depth d live while depth d + 1 runs: one reused pair per depth (depth <
+    // refine_depth here), allocated with the engine so that references to them stay valid.
+    noise_increment& left = m_halves[depth].first;
+    noise_increment& right = m_halves[depth].second;
     m_source.split(inc, step, node, Stepper::needs_iterated_integrals, left, right);
     const path_status first = advance(r, t, left, step, 2 * node, depth + 1, grid_step);
     if (first != path_status::completed) return first;
@@ -224,14 +262,60 @@ class path_integrator {
   const integrate_options& m_opt;
   long long m_path;
   noise_increment m_inc;
-  matrix m_trial;
-  psd_checker m_checker;
+  std::vector<std::pair<noise_increment, noise_increment>> m_halves;  ///< [depth] = (left, right)
+  State m_v, m_trial;
+  matrix m_dynamic;
+  basic_psd_checker<State> m_checker;
   double m_blowup_time = 0.0;
 };
 
-struct null_observer {
-  void operator()(const matrix&, double) const {}
+/// Stepper can step states of type State: it declares rebind_state<State>, default-constructible.
+template <class Stepper, class State>
+concept rebindable_stepper =
+    requires { typename Stepper::template rebind_state<State>; } &&
+    std::default_initializable<typename Stepper::template rebind_state<State>>;
+
+/// The fixed-size path is available for m = M: M is a fixed size, the stepper rebinds to
+/// square_matrix<M> and the problem accepts square_matrix<M> states.
+template <int M, class Stepper, class S>
+inline constexpr bool has_fixed_path =
+    is_fixed_size<M> && rebindable_stepper<Stepper, square_matrix<M>> && Sde<S, square_matrix<M>>;
+
+/// The stepper that steps State: Stepper itself (copied) for ncsde::matrix, its rebound
+/// (default-constructed) scheme for a fixed-size State.
+template <class Stepper, class State>
+struct stepper_for {
+  using type = typename Stepper::template rebind_state<State>;
+  static type make(const Stepper&) { return type{}; }
 };
+template <class Stepper>
+struct stepper_for<Stepper, matrix> {
+  using type = Stepper;
+  static type make(const Stepper& s) { return s; }
+};
+
+/// Calls f(std::type_identity<State>{}) with State = square_matrix<m> when has_fixed_path holds for
+/// m, State = ncsde::matrix otherwise, and returns what f returns.
+template <class Stepper, class S, class F>
+decltype(auto) visit_state_type(int m, F&& f) {
+  switch (m) {
+    case 2:
+      if constexpr (has_fixed_path<2, Stepper, S>) return f(std::type_identity<square_matrix<2>>{});
+      break;
+    case 3:
+      if constexpr (has_fixed_path<3, Stepper, S>) return f(std::type_identity<square_matrix<3>>{});
+      break;
+    case 4:
+      if constexpr (has_fixed_path<4, Stepper, S>) return f(std::type_identity<square_matrix<4>>{});
+      break;
+    case 8:
+      if constexpr (has_fixed_path<8, Stepper, S>) return f(std::type_identity<square_matrix<8>>{});
+      break;
+    default:
+      break;
+  }
+  return f(std::type_identity<matrix>{});
+}
 
 /// Checks v0 and the problem against the SDE: valid state, noise dimension ≥ 1.
 template <class S>
@@ -246,6 +330,10 @@ matrix validate_problem(const problem<S>& p) {
 
 /// Integrates one path of `prob` with `stepper`, noise from stream (seed, path_index). obs(v, t) is
 /// called at t0 and after every grid step (odeint's observer convention).
+/// For m ∈ {2, 3, 4, 8} (is_fixed_size) the path is stepped on square_matrix<m> states with a
+/// stepper of the same scheme (Stepper::rebind_state<square_matrix<m>>, default-constructed) when
+/// the problem is also an Sde<S, square_matrix<m>>; otherwise, and for every other m, on
+/// ncsde::matrix with `stepper` itself. The result is ncsde::matrix either way.
 template <class Stepper, class S, class Observer = detail::null_observer>
   requires Sde<S>
 path_result integrate(Stepper& stepper, const problem<S>& prob, const integrate_options& opt,
@@ -253,11 +341,22 @@ path_result integrate(Stepper& stepper, const problem<S>& prob, const integrate_
   validate_options(opt);
   const matrix v0 = detail::validate_problem(prob);
   const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
-  const int k = prob.sde.noise_dimension(static_cast<int>(v0.rows()));
+  const int m = static_cast<int>(v0.rows());
+  const int k = prob.sde.noise_dimension(m);
   stream_brownian source(random_stream(seed, path_index), k, opt.levy_area);
-  detail::path_integrator<Stepper, S, stream_brownian, Observer> engine(
-      stepper, prob.sde, source, opt, static_cast<long long>(path_index));
-  return engine.run(v0, grid, observer);
+  return detail::visit_state_type<Stepper, S>(m, [&]<class State>(std::type_identity<State>) {
+    using rebound = detail::stepper_for<Stepper, State>;
+    if constexpr (std::is_same_v<State, matrix>) {
+      detail::path_integrator<Stepper, S, stream_brownian, Observer> engine(
+          stepper, prob.sde, source, opt, static_cast<long long>(path_index));
+      return engine.run(v0, grid, observer);
+    } else {
+      typename rebound::type local = rebound::make(stepper);
+      detail::path_integrator<typename rebound::type, S, stream_brownian, Observer, State> engine(
+          local, prob.sde, source, opt, static_cast<long long>(path_index));
+      return engine.run(v0, grid, observer);
+    }
+  });
 }
 
 }  // namespace ncsde

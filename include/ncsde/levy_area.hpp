@@ -49,7 +49,7 @@ class iterated_integrals {
 
  private:
   levy_area_method m_method;
-  vector m_normals, m_w;
+  vector m_normals, m_w, m_gw;
   matrix m_x, m_y, m_a;
 };
 

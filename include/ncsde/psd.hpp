@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/symmetric.hpp"
 
 namespace ncsde {
 
@@ -29,21 +30,57 @@ struct psd_result {
 
 /// Round-off scale below which a negative eigenvalue of V is not a violation:
 /// 16 · m · ε · max|V|, the backward error of a symmetric eigensolver with headroom 16.
-double psd_round_off(const matrix& v);
+template <class Derived>
+double psd_round_off(const Eigen::MatrixBase<Derived>& v) {
+  const double scale = v.size() == 0 ? 0.0 : v.cwiseAbs().maxCoeff();
+  return 16.0 * static_cast<double>(v.rows()) * std::numeric_limits<double>::epsilon() * scale;
+}
 
-/// Reusable check: holds the factorisation workspaces so that a step allocates nothing.
-class psd_checker {
+/// Reusable check on states of type State (ncsde::matrix or a square_matrix<M>): holds the
+/// factorisation workspaces, so that after the first call at a size check() allocates nothing; so
+/// does project() on fixed-size states, while on ncsde::matrix Eigen's eigensolver allocates one
+/// work vector per eigenvector computation (a projection is a counted, rare event).
+template <class State>
+class basic_psd_checker {
  public:
-  psd_result check(const matrix& v);
+  /// Classifies V (see the top of this header). V must be square and symmetric.
+  psd_result check(const State& v) {
+    // Cholesky does not see NaN (its pivot test x <= 0 is false for NaN), so a non-finite V would
+    // pass as positive definite: classify it before factorising.
+    if (!v.allFinite()) return {psd_status::outside, std::numeric_limits<double>::quiet_NaN()};
+    m_llt.compute(v);
+    if (m_llt.info() == Eigen::Success)
+      return {psd_status::positive_definite, std::numeric_limits<double>::quiet_NaN()};
+    m_eigen.compute(v, Eigen::EigenvaluesOnly);
+    const double lmin = m_eigen.eigenvalues()(0);
+    // !(lmin >= -tol), not lmin < -tol: a NaN eigenvalue is "outside", never accepted.
+    const psd_status status =
+        !(lmin >= -psd_round_off(v)) ? psd_status::outside : psd_status::boundary;
+    return {status, lmin};
+  }
+
   /// Projects V onto {λ_min ≥ floor} in the Frobenius norm: eigenvalues below floor are set to
   /// floor. Returns the smallest eigenvalue before projection.
-  double project(matrix& v, double floor);
+  double project(State& v, double floor) {
+    m_eigen.compute(v, Eigen::ComputeEigenvectors);
+    const double lmin = m_eigen.eigenvalues()(0);
+    m_clipped = m_eigen.eigenvalues().cwiseMax(floor);
+    m_work.noalias() = m_eigen.eigenvectors() * m_clipped.asDiagonal();
+    v.noalias() = m_work * m_eigen.eigenvectors().transpose();
+    // The product is symmetric only up to round-off; make it exact.
+    symmetrize(v);
+    return lmin;
+  }
 
  private:
-  Eigen::LLT<matrix> m_llt;
-  Eigen::SelfAdjointEigenSolver<matrix> m_eigen;
-  matrix m_work;
+  Eigen::LLT<State> m_llt;
+  Eigen::SelfAdjointEigenSolver<State> m_eigen;
+  State m_work;
+  Eigen::Matrix<double, State::RowsAtCompileTime, 1> m_clipped;
 };
+
+/// The checker on dynamic-size states.
+using psd_checker = basic_psd_checker<matrix>;
 
 /// Smallest eigenvalue of a symmetric matrix.
 double min_eigenvalue(const matrix& v);

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/error.hpp"
 
 namespace ncsde {
 
@@ -36,7 +37,20 @@ void unpack_upper(const Eigen::Ref<const vector>& packed, matrix& out);
 /// V ← (V + Vᵀ)/2 in place, without a temporary: entry by entry the same numbers as
 /// (0.5 * (V + Vᵀ)).eval(). Steps are symmetric by construction; this removes the round-off
 /// asymmetry of user coefficients after each step (integrate, the odeint adapter, projections).
-void symmetrize(matrix& v);
+/// For any square plain matrix (ncsde::matrix or a fixed-size square_matrix<M>).
+template <class Derived>
+void symmetrize(Eigen::PlainObjectBase<Derived>& v) {
+  NCSDE_ASSERT(v.rows() == v.cols(), "symmetrize: the matrix is not square");
+  const Eigen::Index m = v.rows();
+  for (Eigen::Index b = 0; b < m; ++b) {
+    v(b, b) = 0.5 * (v(b, b) + v(b, b));  // as the expression form: d + d may overflow to inf
+    for (Eigen::Index a = b + 1; a < m; ++a) {
+      const double x = 0.5 * (v(a, b) + v(b, a));
+      v(a, b) = x;
+      v(b, a) = x;
+    }
+  }
+}
 
 /// Largest |v(a,b) − v(b,a)|.
 double asymmetry(const matrix& v);

@@ -39,8 +39,9 @@ void assert_square(const matrix& v, const char* message) {
 
 }  // namespace
 
-void b_relu(const matrix& v, double c_plus, double c_minus, matrix& out) {
-  assert_square(v, "b_relu: V must be square");
+template <int M>
+void b_relu(const square_matrix<M>& v, double c_plus, double c_minus, square_matrix<M>& out) {
+  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, "b_relu: V must be square");
   const int m = static_cast<int>(v.rows());
   const double scale = (c_plus - c_minus) * (c_plus - c_minus) / (2.0 * std::numbers::pi);
   out.resize(m, m);
@@ -60,14 +61,20 @@ void b_relu(const matrix& v, double c_plus, double c_minus, matrix& out) {
   }
 }
 
-void b_att(const matrix& v, double tau0, matrix& out) {
-  assert_square(v, "b_att: V must be square");
+template <int M>
+void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
+           coefficient_workspace<M>& ws) {
+  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, "b_att: V must be square");
   const int m = static_cast<int>(v.rows());
   const double md = static_cast<double>(m);
   // PVP = V − 1v̄ᵀ − v̄1ᵀ + v̿ 11ᵀ (v̄ the row means, v̿ the grand mean).
-  const vector row_mean = v.rowwise().mean();
+  column_vector<M>& row_mean = ws.c0;
+  column_vector<M>& pvp_diag = ws.c1;
+  column_vector<M>& u = ws.c2;
+  column_vector<M>& vu = ws.c3;
+  row_mean = v.rowwise().mean();
   const double grand_mean = row_mean.mean();
-  vector pvp_diag(m);
+  pvp_diag.resize(m);
   for (int a = 0; a < m; ++a) pvp_diag(a) = v(a, a) - 2.0 * row_mean(a) + grand_mean;
   const double tr_pvp = pvp_diag.sum();
   // tr(PVPV) = Σ_ab (PVP)^{ab} V^{ba}.
@@ -75,23 +82,33 @@ void b_att(const matrix& v, double tau0, matrix& out) {
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a)
       tr_pvpv += (v(a, b) - row_mean(a) - row_mean(b) + grand_mean) * v(a, b);
-  const vector u = 0.5 * (pvp_diag.array() - tr_pvp / md).matrix();
-  const vector vu = v * u;
-  const vector diag = v.diagonal();
+  u = 0.5 * (pvp_diag.array() - tr_pvp / md).matrix();
+  vu.noalias() = v * u;
   const double inv_tau2 = 1.0 / (tau0 * tau0);
   out.resize(m, m);
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a)
       out(a, b) =
-          inv_tau2 * ((diag(a) * vu(b) + vu(a) * diag(b)) / md + v(a, b) * tr_pvpv / (md * md));
+          inv_tau2 * ((v(a, a) * vu(b) + vu(a) * v(b, b)) / md + v(a, b) * tr_pvpv / (md * md));
 }
 
-void b_causal(const matrix& v, double tau0, matrix& out) {
-  assert_square(v, "b_causal: V must be square");
+template <int M>
+void b_causal(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
+              coefficient_workspace<M>& ws) {
+  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, "b_causal: V must be square");
   const int m = static_cast<int>(v.rows());
   // Prefix sums (0-indexed, inclusive): R(i, b) = Σ_{j≤b} V^{ij}, Π, Q2 over the leading blocks,
   // S2(a, b) = Σ_{i≤a} R(i, b)².
-  matrix r(m, m), pi(m, m), q2(m, m), s2(m, m);
+  square_matrix<M>& r = ws.m0;
+  square_matrix<M>& pi = ws.m1;
+  square_matrix<M>& q2 = ws.m2;
+  square_matrix<M>& s2 = ws.m3;
+  square_matrix<M>& u = ws.m4;
+  square_matrix<M>& e = ws.m5;
+  r.resize(m, m);
+  pi.resize(m, m);
+  q2.resize(m, m);
+  s2.resize(m, m);
   for (int i = 0; i < m; ++i) {
     double acc = 0.0;
     for (int b = 0; b < m; ++b) r(i, b) = acc += v(i, b);
@@ -114,7 +131,7 @@ void b_causal(const matrix& v, double tau0, matrix& out) {
   }
   // U: row a is u_aᵀ. u_a^ν = V^{νν}/2 − R(ν, a)/k − tr_a(V)/(2k) + Π(a, a)/k² for ν ≤ a. For k ≤ 2
   // all diagonal entries of P_a V P_a are equal, so u_a = 0 identically: set it exactly.
-  matrix u = matrix::Zero(m, m);
+  u.setZero(m, m);
   double tr_a = 0.0;
   for (int a = 0; a < m; ++a) {
     tr_a += v(a, a);
@@ -124,7 +141,7 @@ void b_causal(const matrix& v, double tau0, matrix& out) {
       u(a, nu) = 0.5 * v(nu, nu) - r(nu, a) / k - tr_a / (2.0 * k) + pi(a, a) / (k * k);
   }
   // E = D_κ⁻¹ Diag(V) U V.
-  matrix e = u * v;
+  e.noalias() = u * v;
   for (int a = 0; a < m; ++a) e.row(a) *= v(a, a) / (a + 1.0);
   const double inv_tau2 = 1.0 / (tau0 * tau0);
   out.resize(m, m);
@@ -137,6 +154,20 @@ void b_causal(const matrix& v, double tau0, matrix& out) {
                                                 pi(a, b) * pi(a, b) / (ka * kb);
       out(a, b) = inv_tau2 * (e(a, b) + e(b, a) + v(a, b) * t / (ka * kb));
     }
+}
+
+void b_relu(const matrix& v, double c_plus, double c_minus, matrix& out) {
+  b_relu<Eigen::Dynamic>(v, c_plus, c_minus, out);
+}
+
+void b_att(const matrix& v, double tau0, matrix& out) {
+  coefficient_workspace<Eigen::Dynamic> ws;
+  b_att<Eigen::Dynamic>(v, tau0, out, ws);
+}
+
+void b_causal(const matrix& v, double tau0, matrix& out) {
+  coefficient_workspace<Eigen::Dynamic> ws;
+  b_causal<Eigen::Dynamic>(v, tau0, out, ws);
 }
 
 void sigma_lin(const matrix& v, matrix& sigma) {
@@ -175,31 +206,48 @@ void sigma_causal(const matrix& v, double tau0, matrix& sigma) {
   });
 }
 
-void noise_lin(const matrix& l, const Eigen::Ref<const matrix>& g, matrix& out) {
+template <int M>
+void noise_lin(const square_matrix<M>& l, const square_ref<M>& g, square_matrix<M>& out,
+               coefficient_workspace<M>& ws) {
   NCSDE_ASSERT(g.rows() == l.rows() && g.cols() == l.rows(), "noise_lin: G must be m×m");
-  const matrix lg = l * g;
-  const matrix mm = lg * l.transpose();
+  square_matrix<M>& lg = ws.m0;
+  square_matrix<M>& mm = ws.m1;
+  lg.noalias() = l * g;
+  mm.noalias() = lg * l.transpose();
   out = (mm + mm.transpose()) / std::numbers::sqrt2;
 }
 
-void noise_att(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
-               matrix& out) {
+template <int M>
+void noise_att(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
+               double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws) {
   NCSDE_ASSERT(z.rows() == l.rows() && z.cols() == l.rows() && v.rows() == l.rows(),
                "noise_att: L, V and Z must be m×m");
   const double m = static_cast<double>(v.rows());
-  const matrix lz = l * z;
-  const matrix zeta = lz * l.transpose();
-  const matrix y = zeta * centre_rows(v) / (m * tau0);
+  square_matrix<M>& lz = ws.m0;
+  square_matrix<M>& zeta = ws.m1;
+  square_matrix<M>& pv = ws.m2;
+  square_matrix<M>& y = ws.m3;
+  lz.noalias() = l * z;
+  zeta.noalias() = lz * l.transpose();
+  // P V = V − 1 v̄ᵀ with v̄ the column means of V.
+  ws.r0 = v.colwise().mean();
+  pv = v.rowwise() - ws.r0;
+  y.noalias() = zeta * pv;
+  y /= m * tau0;
   out = y + y.transpose();
 }
 
-void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
-                  matrix& out) {
+template <int M>
+void noise_causal(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
+                  double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws) {
   NCSDE_ASSERT(z.rows() == l.rows() && z.cols() == l.rows() && v.rows() == l.rows(),
                "noise_causal: L, V and Z must be m×m");
   const int m = static_cast<int>(v.rows());
-  const matrix lz = l * z;
-  matrix n = lz * l.transpose();
+  square_matrix<M>& lz = ws.m0;
+  square_matrix<M>& n = ws.m1;
+  square_matrix<M>& y = ws.m2;
+  lz.noalias() = l * z;
+  n.noalias() = lz * l.transpose();
   for (int a = 0; a < m; ++a) {
     const double k = a + 1.0;
     const double mean = n.row(a).head(a + 1).sum() / k;
@@ -207,12 +255,31 @@ void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matri
     n.row(a).head(a + 1) /= k;
     n.row(a).tail(m - a - 1).setZero();
   }
-  const matrix y = n * v / tau0;
+  y.noalias() = n * v;
+  y /= tau0;
   out = y + y.transpose();
 }
 
-bool psd_factor::compute(const matrix& v) {
-  assert_square(v, "psd_factor: V must be square");
+void noise_lin(const matrix& l, const Eigen::Ref<const matrix>& g, matrix& out) {
+  coefficient_workspace<Eigen::Dynamic> ws;
+  noise_lin<Eigen::Dynamic>(l, g, out, ws);
+}
+
+void noise_att(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
+               matrix& out) {
+  coefficient_workspace<Eigen::Dynamic> ws;
+  noise_att<Eigen::Dynamic>(l, v, z, tau0, out, ws);
+}
+
+void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
+                  matrix& out) {
+  coefficient_workspace<Eigen::Dynamic> ws;
+  noise_causal<Eigen::Dynamic>(l, v, z, tau0, out, ws);
+}
+
+template <int M>
+bool basic_psd_factor<M>::compute(const square_matrix<M>& v) {
+  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, "psd_factor: V must be square");
   m_llt.compute(v);
   if (m_llt.info() == Eigen::Success) {
     m_l = m_llt.matrixL();
@@ -228,5 +295,11 @@ matrix factor(const matrix& v) {
   f.compute(v);
   return f.l();
 }
+
+NCSDE_MODELS_KERNELS(, 2)
+NCSDE_MODELS_KERNELS(, 3)
+NCSDE_MODELS_KERNELS(, 4)
+NCSDE_MODELS_KERNELS(, 8)
+NCSDE_MODELS_KERNELS(, Eigen::Dynamic)
 
 }  // namespace ncsde::models

@@ -79,44 +79,81 @@ covariance_sde::covariance_sde(architecture arch, const shaped_params& p)
   }
 }
 
-void covariance_sde::drift(const matrix& v, matrix& out, double /*t*/) const {
+template <int M>
+void covariance_sde::drift_impl(const square_matrix<M>& v, square_matrix<M>& out) const {
   const int m = static_cast<int>(v.rows());
+  shaped_workspace<M>& ws = workspace<M>();
   out.setZero(m, m);
   if (m_att_weight != 0.0) {
     if (m_params.causal)
-      b_causal(v, m_params.tau0, m_work);
+      b_causal<M>(v, m_params.tau0, ws.work, ws.kernels);
     else
-      b_att(v, m_params.tau0, m_work);
-    out += m_att_weight * m_work;
+      b_att<M>(v, m_params.tau0, ws.work, ws.kernels);
+    out += m_att_weight * ws.work;
   }
   if (m_relu_weight != 0.0) {
-    b_relu(v, m_params.c_plus, m_params.c_minus, m_work);
-    out += m_relu_weight * m_work;
+    b_relu<M>(v, m_params.c_plus, m_params.c_minus, ws.work);
+    out += m_relu_weight * ws.work;
   }
 }
 
-void covariance_sde::diffusion(const matrix& v, const vector& xi, matrix& out, double /*t*/) const {
+template <int M>
+void covariance_sde::diffusion_impl(const square_matrix<M>& v, const vector& xi,
+                                    square_matrix<M>& out) const {
   const int m = static_cast<int>(v.rows());
   const int mm = m * m;
   NCSDE_ASSERT(xi.size() == noise_dimension(m), "covariance_sde: xi has the wrong size");
-  if (!(m_factor_valid && m_factor_v.rows() == v.rows() && m_factor_v == v)) {
-    m_factor.compute(v);
-    m_factor_v = v;
-    m_factor_valid = true;
+  shaped_workspace<M>& ws = workspace<M>();
+  if (!(ws.factor_valid && ws.factor_v.rows() == v.rows() && ws.factor_v == v)) {
+    ws.factor.compute(v);
+    ws.factor_v = v;
+    ws.factor_valid = true;
   }
-  const matrix& l = m_factor.l();
-  const Eigen::Map<const matrix> g(xi.data(), m, m);
-  noise_lin(l, g, out);
+  const square_matrix<M>& l = ws.factor.l();
+  const Eigen::Map<const square_matrix<M>> g(xi.data(), m, m);
+  noise_lin<M>(l, g, out, ws.kernels);
   out *= std::sqrt(m_k_lin);
   if (has_attention() && m_k_att != 0.0) {
-    const Eigen::Map<const matrix> z(xi.data() + mm, m, m);
+    const Eigen::Map<const square_matrix<M>> z(xi.data() + mm, m, m);
     if (m_params.causal)
-      noise_causal(l, v, z, m_params.tau0, m_work);
+      noise_causal<M>(l, v, z, m_params.tau0, ws.work, ws.kernels);
     else
-      noise_att(l, v, z, m_params.tau0, m_work);
-    out += std::sqrt(m_k_att) * m_work;
+      noise_att<M>(l, v, z, m_params.tau0, ws.work, ws.kernels);
+    out += std::sqrt(m_k_att) * ws.work;
   }
 }
+
+void covariance_sde::drift(const matrix& v, matrix& out, double /*t*/) const {
+  drift_impl<Eigen::Dynamic>(v, out);
+}
+
+void covariance_sde::diffusion(const matrix& v, const vector& xi, matrix& out, double /*t*/) const {
+  diffusion_impl<Eigen::Dynamic>(v, xi, out);
+}
+
+template <int M>
+  requires is_fixed_size<M>
+void covariance_sde::drift(const square_matrix<M>& v, square_matrix<M>& out, double /*t*/) const {
+  drift_impl<M>(v, out);
+}
+
+template <int M>
+  requires is_fixed_size<M>
+void covariance_sde::diffusion(const square_matrix<M>& v, const vector& xi, square_matrix<M>& out,
+                               double /*t*/) const {
+  diffusion_impl<M>(v, xi, out);
+}
+
+#define NCSDE_SHAPED_FIXED(M)                                                                    \
+  template void covariance_sde::drift<M>(const square_matrix<M>&, square_matrix<M>&, double)     \
+      const;                                                                                     \
+  template void covariance_sde::diffusion<M>(const square_matrix<M>&, const vector&,             \
+                                             square_matrix<M>&, double) const;
+NCSDE_SHAPED_FIXED(2)
+NCSDE_SHAPED_FIXED(3)
+NCSDE_SHAPED_FIXED(4)
+NCSDE_SHAPED_FIXED(8)
+#undef NCSDE_SHAPED_FIXED
 
 void covariance_sde::covariance(const matrix& v, matrix& sigma, double /*t*/) const {
   sigma_lin(v, sigma);

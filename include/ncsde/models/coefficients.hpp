@@ -12,6 +12,8 @@
 #include <Eigen/Core>
 #include <Eigen/Eigenvalues>
 
+#include <type_traits>
+
 #include "ncsde/concepts.hpp"
 
 namespace ncsde::models {
@@ -70,21 +72,94 @@ void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matri
 /// Reusable factorisation V = L Lᵀ for the structured noise: Cholesky when V is numerically
 /// positive definite, otherwise the eigen-factor L = U diag(√max(λ, 0)) of V = U diag(λ) Uᵀ (a PSD
 /// V on the boundary of the cone, or a V that a step pushed slightly outside it, whose negative
-/// eigenvalues are clipped). Holds its workspaces, so repeated calls at one size allocate nothing.
-class psd_factor {
+/// eigenvalues are clipped). Holds its workspaces, so repeated calls at one size allocate nothing
+/// (fixed M: no heap at all; dynamic: Eigen's eigensolver allocates one vector per eigen-factor).
+/// Instantiated for M ∈ {2, 3, 4, 8} and Eigen::Dynamic (psd_factor).
+template <int M>
+class basic_psd_factor {
  public:
   /// Computes L for V and returns true when Cholesky succeeded (false: eigen-factor fallback).
-  bool compute(const matrix& v);
+  bool compute(const square_matrix<M>& v);
   /// The factor of the last compute().
-  const matrix& l() const { return m_l; }
+  const square_matrix<M>& l() const { return m_l; }
 
  private:
-  Eigen::LLT<matrix> m_llt;
-  Eigen::SelfAdjointEigenSolver<matrix> m_eigen;
-  matrix m_l;
+  Eigen::LLT<square_matrix<M>> m_llt;
+  Eigen::SelfAdjointEigenSolver<square_matrix<M>> m_eigen;
+  square_matrix<M> m_l;
 };
+
+/// The factorisation of dynamic-size V.
+using psd_factor = basic_psd_factor<Eigen::Dynamic>;
 
 /// Convenience: a factor L with L Lᵀ = V (Cholesky, or the clipped eigen-factor; see psd_factor).
 matrix factor(const matrix& v);
+
+// ---- The kernels on compile-time-sized states ------------------------------------------------
+// The functions above, as templates on the state size M (a fixed size 2, 3, 4, 8, or
+// Eigen::Dynamic, for which each function above calls its template), with the temporaries in a
+// caller-held workspace: after the first call at a size they allocate nothing (fixed M: nothing
+// ever). Same formulas and the same order of operations as above; Eigen's fixed-size products and
+// reductions may sum in another order, so fixed and dynamic results agree to a few ulp (measured
+// in tests/models/fixed_size_test.cpp). Instantiated in lib/models/coefficients.cpp for M ∈ {2, 3,
+// 4, 8, Eigen::Dynamic}.
+
+/// Scratch storage of the kernels below for m×m states. A kernel's output must not be a member
+/// of the workspace it is given.
+template <int M>
+struct coefficient_workspace {
+  square_matrix<M> m0, m1, m2, m3, m4, m5;
+  column_vector<M> c0, c1, c2, c3;
+  Eigen::Matrix<double, 1, M> r0;
+};
+
+/// A square_matrix<M> argument that does not take part in deducing M (Maps and Refs bind to it).
+template <int M>
+using square_ref = Eigen::Ref<const std::type_identity_t<square_matrix<M>>>;
+
+/// b_relu on square_matrix<M> (allocation-free; needs no workspace).
+template <int M>
+void b_relu(const square_matrix<M>& v, double c_plus, double c_minus, square_matrix<M>& out);
+/// b_att with its temporaries in `ws`.
+template <int M>
+void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
+           coefficient_workspace<M>& ws);
+/// b_causal with its temporaries in `ws`.
+template <int M>
+void b_causal(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
+              coefficient_workspace<M>& ws);
+/// noise_lin with its temporaries in `ws`.
+template <int M>
+void noise_lin(const square_matrix<M>& l, const square_ref<M>& g, square_matrix<M>& out,
+               coefficient_workspace<M>& ws);
+/// noise_att with its temporaries in `ws`.
+template <int M>
+void noise_att(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
+               double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws);
+/// noise_causal with its temporaries in `ws`.
+template <int M>
+void noise_causal(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
+                  double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws);
+
+#define NCSDE_MODELS_KERNELS(EXTERN, M)                                                          \
+  EXTERN template void b_relu<M>(const square_matrix<M>&, double, double, square_matrix<M>&);   \
+  EXTERN template void b_att<M>(const square_matrix<M>&, double, square_matrix<M>&,             \
+                                coefficient_workspace<M>&);                                     \
+  EXTERN template void b_causal<M>(const square_matrix<M>&, double, square_matrix<M>&,          \
+                                   coefficient_workspace<M>&);                                  \
+  EXTERN template void noise_lin<M>(const square_matrix<M>&, const square_ref<M>&,              \
+                                    square_matrix<M>&, coefficient_workspace<M>&);              \
+  EXTERN template void noise_att<M>(const square_matrix<M>&, const square_matrix<M>&,           \
+                                    const square_ref<M>&, double, square_matrix<M>&,            \
+                                    coefficient_workspace<M>&);                                 \
+  EXTERN template void noise_causal<M>(const square_matrix<M>&, const square_matrix<M>&,        \
+                                       const square_ref<M>&, double, square_matrix<M>&,         \
+                                       coefficient_workspace<M>&);                              \
+  EXTERN template class basic_psd_factor<M>;
+NCSDE_MODELS_KERNELS(extern, 2)
+NCSDE_MODELS_KERNELS(extern, 3)
+NCSDE_MODELS_KERNELS(extern, 4)
+NCSDE_MODELS_KERNELS(extern, 8)
+NCSDE_MODELS_KERNELS(extern, Eigen::Dynamic)
 
 }  // namespace ncsde::models

@@ -12,6 +12,8 @@
 /// Z):
 ///   G(V) ξ = √k_lin L W Lᵀ + √k_att N_att|causal(L, V, Z),  L Lᵀ = V,
 /// with G = the first m² entries of ξ (column-major) and Z the next m² (attention types only).
+#include <tuple>
+
 #include "ncsde/concepts.hpp"
 #include "ncsde/models/coefficients.hpp"
 
@@ -37,6 +39,17 @@ struct shaped_params {
 /// attention options keep their defaults (a typo is refused, not ignored). Throws
 /// ncsde::invalid_argument("<where>: <param> must be <rule> (got <value>)").
 void validate_params(const char* where, architecture arch, const shaped_params& p);
+
+/// The per-size mutable state of covariance_sde: the factor L of the last V the diffusion saw and
+/// the kernels' scratch, so that drift and diffusion allocate nothing after their first call.
+template <int M>
+struct shaped_workspace {
+  basic_psd_factor<M> factor;
+  square_matrix<M> factor_v;  ///< the V whose factor is cached
+  bool factor_valid = false;
+  square_matrix<M> work;
+  coefficient_workspace<M> kernels;
+};
 
 /// Covariance SDE of a shaped architecture; satisfies ncsde::Sde and ncsde::CovarianceSde.
 /// Invariant (checked once, in the constructor; ncsde::invalid_argument naming the parameter and
@@ -67,6 +80,16 @@ class covariance_sde {
   void drift(const matrix& v, matrix& out, double t) const;
   /// out = √k_lin N_lin + √k_att N_att|causal, with G, Z read from xi (size noise_dimension(m)).
   void diffusion(const matrix& v, const vector& xi, matrix& out, double t) const;
+  /// drift on compile-time-sized states (m = M ∈ {2, 3, 4, 8}): the same formulas, results equal
+  /// to the dynamic ones up to the summation order of Eigen's fixed-size kernels (a few ulp), so
+  /// that the covariance SDE is an Sde<covariance_sde, square_matrix<M>>.
+  template <int M>
+    requires is_fixed_size<M>
+  void drift(const square_matrix<M>& v, square_matrix<M>& out, double t) const;
+  /// diffusion on compile-time-sized states (see the fixed-size drift).
+  template <int M>
+    requires is_fixed_size<M>
+  void diffusion(const square_matrix<M>& v, const vector& xi, square_matrix<M>& out, double t) const;
   /// sigma = Σ(V) = k_lin Σ_lin + k_att Σ_att|causal, K×K over packed pairs (dense reference).
   void covariance(const matrix& v, matrix& sigma, double t) const;
 
@@ -77,13 +100,25 @@ class covariance_sde {
   double m_att_weight = 0.0;
   double m_k_lin = 0.0;
   double m_k_att = 0.0;
-  mutable psd_factor m_factor;
-  mutable matrix m_factor_v;
-  mutable bool m_factor_valid = false;
-  mutable matrix m_work;
+  template <int M>
+  void drift_impl(const square_matrix<M>& v, square_matrix<M>& out) const;
+  template <int M>
+  void diffusion_impl(const square_matrix<M>& v, const vector& xi, square_matrix<M>& out) const;
+  template <int M>
+  shaped_workspace<M>& workspace() const {
+    return std::get<shaped_workspace<M>>(m_workspaces);
+  }
+
+  // Each ensemble thread copies the SDE, so each has its own workspaces.
+  mutable std::tuple<shaped_workspace<2>, shaped_workspace<3>, shaped_workspace<4>,
+                     shaped_workspace<8>, shaped_workspace<Eigen::Dynamic>>
+      m_workspaces;
 };
 
 static_assert(Sde<covariance_sde>);
+static_assert(Sde<covariance_sde, square_matrix<2>> && Sde<covariance_sde, square_matrix<3>> &&
+              Sde<covariance_sde, square_matrix<4>> && Sde<covariance_sde, square_matrix<8>>);
+static_assert(!Sde<covariance_sde, square_matrix<5>>);
 static_assert(CovarianceSde<covariance_sde>);
 
 }  // namespace ncsde::models

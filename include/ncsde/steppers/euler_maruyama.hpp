@@ -15,6 +15,10 @@ class euler_maruyama {
   static constexpr double weak_order = 1.0;
   static constexpr bool needs_iterated_integrals = false;
   static constexpr const char* name = "em";
+  /// The same scheme on another state type (integrate() and run_ensemble() step fixed-size states
+  /// square_matrix<m> with it); the scheme has no parameters, so a default-constructed one is equal.
+  template <class OtherState>
+  using rebind_state = euler_maruyama<OtherState>;
 
   /// v ← v + b(t, v) inc.dt + G(t, v) inc.dw.
   template <class S>

@@ -57,7 +57,8 @@ class milstein_base {
     const matrix& iterated = Commutative ? m_iterated : inc.iterated;
 
     // Columns G_j = G(V) e_j.
-    if (static_cast<int>(m_columns.size()) != k) m_columns.assign(k, State());
+    if (static_cast<int>(m_columns.size()) != k)
+      m_columns.assign(k, State::Zero(v.rows(), v.cols()));
     m_unit.setZero(k);
     for (int j = 0; j < k; ++j) {
       resize_like(m_columns[j], v);
@@ -110,6 +111,9 @@ class milstein : public detail::milstein_base<State, false> {
   static constexpr double weak_order = 1.0;
   static constexpr bool needs_iterated_integrals = true;
   static constexpr const char* name = "milstein";
+  /// The same scheme on another state type (see euler_maruyama::rebind_state).
+  template <class OtherState>
+  using rebind_state = milstein<OtherState>;
 };
 
 /// Milstein for commutative noise (no Lévy areas). Orders: strong 1 on commutative noise
@@ -121,6 +125,9 @@ class milstein_commutative : public detail::milstein_base<State, true> {
   static constexpr double weak_order = 1.0;
   static constexpr bool needs_iterated_integrals = false;
   static constexpr const char* name = "milstein-commutative";
+  /// The same scheme on another state type (see euler_maruyama::rebind_state).
+  template <class OtherState>
+  using rebind_state = milstein_commutative<OtherState>;
 };
 
 }  // namespace ncsde

@@ -1,0 +1,245 @@
+// The compile-time-m fast path: for m ∈ {2, 3, 4, 8} integrate() and run_ensemble() step
+// square_matrix<m> states, and the models evaluate their coefficients with fixed-size kernels.
+// These tests hold the fixed path against the dynamic one (same formulas; Eigen's fixed-size
+// products and reductions may sum in another order, so agreement is to a few ulp, measured here),
+// and check that the choice of path is automatic and keeps the ensemble's reproducibility.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "ncsde/ensemble.hpp"
+#include "ncsde/integrate.hpp"
+#include "ncsde/models/shaped.hpp"
+#include "ncsde/random.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/steppers/milstein.hpp"
+#include "support/random_matrices.hpp"
+
+namespace {
+
+using ncsde::matrix;
+using ncsde::square_matrix;
+using ncsde::vector;
+namespace models = ncsde::models;
+
+constexpr double eps = std::numeric_limits<double>::epsilon();
+
+/// The covariance SDE through its dynamic-size coefficients only (a user SDE without fixed-size
+/// overloads): integrate() runs it on ncsde::matrix for every m.
+struct dynamic_only {
+  models::covariance_sde sde;
+  int noise_dimension(int m) const { return sde.noise_dimension(m); }
+  void drift(const matrix& v, matrix& out, double t) const { sde.drift(v, out, t); }
+  void diffusion(const matrix& v, const vector& xi, matrix& out, double t) const {
+    sde.diffusion(v, xi, out, t);
+  }
+};
+
+struct model_case {
+  const char* name;
+  models::architecture arch;
+  bool causal;
+  bool output_projection;
+  int heads;
+};
+
+constexpr model_case model_cases[] = {
+    {"mlp", models::architecture::mlp, false, false, 1},
+    {"resnet", models::architecture::resnet, false, false, 1},
+    {"attention", models::architecture::attention, false, false, 1},
+    {"attention, W^O, 2 heads", models::architecture::attention, false, true, 2},
+    {"causal attention", models::architecture::attention, true, false, 1},
+    {"transformer", models::architecture::transformer, false, false, 1},
+    {"causal transformer", models::architecture::transformer, true, false, 1},
+};
+
+models::covariance_sde make_sde(const model_case& c) {
+  models::shaped_params p;
+  p.gamma2 = 0.6;
+  p.tau0 = 0.8;
+  p.hidden_ratio = 2.0;
+  p.c_minus = -1.5;
+  p.causal = c.causal;
+  p.output_projection = c.output_projection;
+  p.heads = c.heads;
+  return models::covariance_sde(c.arch, p);
+}
+
+/// Distance of a from b in units of ε·max|b| (normwise ulps); NaN-safe (a NaN gives +inf).
+double ulps(const matrix& a, const matrix& b) {
+  const double scale = std::max(b.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
+  const double d = (a - b).cwiseAbs().maxCoeff() / (eps * scale);
+  return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
+}
+
+// Bound on the normwise distance between the fixed and dynamic evaluation of one coefficient. Both
+// compute the same formulas; only the order of Eigen's sums (inside products and reductions of ≤ m
+// = 8 terms) differs, which moves a sum by ≤ 8 ε of its terms' magnitude. Measured relative to
+// max|out| this is amplified where the terms cancel: b_att's O(|V|³/τ₀²) terms cancel to a smaller
+// drift (measured: ≤ 21 ulps over 20 random V at m = 3; the noises and b_ReLU ≤ 2 ulps, and m = 2,
+// and most m = 4, 8 cases, are bit-identical). 8 ε × a cancellation factor of 8 = 64 ulps.
+constexpr double coefficient_ulps = 64.0;
+
+template <int M>
+void compare_coefficients(const model_case& c, double& worst) {
+  const models::covariance_sde sde = make_sde(c);
+  for (const std::uint64_t seed : {1u, 2u, 3u}) {
+    const matrix v = support::random_spd<matrix>(M, seed, 0.2);
+    vector xi(sde.noise_dimension(M));
+    ncsde::random_stream(seed, 9).normals(ncsde::random_domain::user, 0, 0, xi);
+    matrix drift_dynamic, noise_dynamic;
+    sde.drift(v, drift_dynamic, 0.0);
+    sde.diffusion(v, xi, noise_dynamic, 0.0);
+    const square_matrix<M> vf = v;
+    square_matrix<M> drift_fixed, noise_fixed;
+    sde.drift(vf, drift_fixed, 0.0);
+    sde.diffusion(vf, xi, noise_fixed, 0.0);
+    const double d_drift = ulps(matrix(drift_fixed), drift_dynamic);
+    const double d_noise = ulps(matrix(noise_fixed), noise_dynamic);
+    INFO(c.name, ", m = ", M, ", seed ", seed, ": drift ", d_drift, " ulps, noise ", d_noise,
+         " ulps");
+    CHECK(d_drift <= coefficient_ulps);
+    CHECK(d_noise <= coefficient_ulps);
+    worst = std::max({worst, d_drift, d_noise});
+  }
+}
+
+/// max |fixed − dynamic| / max |dynamic| over the final states of integrate() on both paths.
+template <class Stepper>
+double path_distance(const models::covariance_sde& sde, int m, long long steps) {
+  const matrix v0 = support::random_spd<matrix>(m, 5, 0.3);
+  ncsde::integrate_options opt;
+  opt.dt = 1e-3;
+  Stepper fixed_stepper, dynamic_stepper;
+  const ncsde::path_result fixed = ncsde::integrate(
+      fixed_stepper, ncsde::problem<models::covariance_sde>{sde, v0, 1e-3 * steps, 0.0}, opt, 21, 4);
+  const ncsde::path_result dynamic = ncsde::integrate(
+      dynamic_stepper, ncsde::problem<dynamic_only>{dynamic_only{sde}, v0, 1e-3 * steps, 0.0}, opt,
+      21, 4);
+  REQUIRE(fixed.status == dynamic.status);
+  REQUIRE(fixed.steps == dynamic.steps);
+  return (fixed.v - dynamic.v).cwiseAbs().maxCoeff() / dynamic.v.cwiseAbs().maxCoeff();
+}
+
+}  // namespace
+
+TEST_CASE("fixed-size path: chosen for m in {2, 3, 4, 8} when SDE and stepper support it") {
+  using ncsde::detail::has_fixed_path;
+  using em = ncsde::euler_maruyama<>;
+  static_assert(has_fixed_path<2, em, models::covariance_sde>);
+  static_assert(has_fixed_path<3, ncsde::milstein<>, models::covariance_sde>);
+  static_assert(has_fixed_path<4, ncsde::milstein_commutative<>, models::covariance_sde>);
+  static_assert(has_fixed_path<8, em, models::covariance_sde>);
+  static_assert(!has_fixed_path<5, em, models::covariance_sde>);
+  static_assert(!has_fixed_path<16, em, models::covariance_sde>);
+  static_assert(!has_fixed_path<3, em, dynamic_only>);
+  // The state type each m runs on.
+  auto state_of = [](int m) {
+    return ncsde::detail::visit_state_type<em, models::covariance_sde>(
+        m, []<class State>(std::type_identity<State>) {
+          return static_cast<int>(State::RowsAtCompileTime);
+        });
+  };
+  CHECK(state_of(2) == 2);
+  CHECK(state_of(3) == 3);
+  CHECK(state_of(4) == 4);
+  CHECK(state_of(8) == 8);
+  CHECK(state_of(1) == Eigen::Dynamic);
+  CHECK(state_of(5) == Eigen::Dynamic);
+  CHECK(state_of(16) == Eigen::Dynamic);
+}
+
+TEST_CASE("fixed-size coefficients equal the dynamic ones to a few ulp, every model, m = 2, 3, 4, 8") {
+  double worst = 0.0;
+  for (const model_case& c : model_cases) {
+    compare_coefficients<2>(c, worst);
+    compare_coefficients<3>(c, worst);
+    compare_coefficients<4>(c, worst);
+    compare_coefficients<8>(c, worst);
+  }
+  MESSAGE("largest fixed vs dynamic coefficient distance: ", worst, " ulps (normwise)");
+}
+
+TEST_CASE("fixed-size coefficients at a singular V (eigen-factor fallback) agree too") {
+  // V = Q diag(0, 1, 2, …) Qᵀ: rank m − 1, distinct eigenvalues, so the eigen-factor is unique up to
+  // the signs of U's columns, which both paths fix by the same algorithm.
+  double worst = 0.0;
+  for (const model_case& c : model_cases) {
+    const models::covariance_sde sde = make_sde(c);
+    vector lambda = vector::LinSpaced(4, 0.0, 3.0);
+    const matrix v = support::with_eigenvalues(lambda, 11);
+    vector xi(sde.noise_dimension(4));
+    ncsde::random_stream(4, 9).normals(ncsde::random_domain::user, 0, 0, xi);
+    matrix dynamic_noise;
+    sde.diffusion(v, xi, dynamic_noise, 0.0);
+    square_matrix<4> fixed_noise;
+    sde.diffusion(square_matrix<4>(v), xi, fixed_noise, 0.0);
+    const double d = ulps(matrix(fixed_noise), dynamic_noise);
+    INFO(c.name, ": ", d, " ulps");
+    // An eigensolver's vectors carry O(m ε / gap) error (gap = 1 here) on either path: 16 m ulps.
+    CHECK(d <= 16.0 * 4);
+    worst = std::max(worst, d);
+  }
+  MESSAGE("singular V: largest fixed vs dynamic noise distance ", worst, " ulps");
+}
+
+TEST_CASE("integrate: fixed-size and dynamic paths agree over 200 steps (EM, Milstein)") {
+  // Each step adds the coefficients' few-ulp differences; over N steps of a Lipschitz flow (L·T ≪ 1
+  // at T = 0.2) they add up to ≲ N·coefficient_ulps·ε = 200·64·ε ≈ 3e-12 relative.
+  const double tol = 200 * coefficient_ulps * eps;
+  double worst = 0.0;
+  for (const model_case& c : model_cases) {
+    const models::covariance_sde sde = make_sde(c);
+    for (const int m : {2, 3, 4, 8}) {
+      const double em = path_distance<ncsde::euler_maruyama<>>(sde, m, 200);
+      INFO(c.name, ", m = ", m, ": EM ", em);
+      CHECK(em <= tol);
+      worst = std::max(worst, em);
+      if (m <= 4) {  // Milstein costs O(m⁵) per step; m ≤ 4 keeps the test fast
+        const double mil = path_distance<ncsde::milstein<>>(sde, m, 200);
+        INFO(c.name, ", m = ", m, ": Milstein ", mil);
+        CHECK(mil <= tol);
+        worst = std::max(worst, mil);
+      }
+    }
+  }
+  MESSAGE("largest fixed vs dynamic path distance after 200 steps: ", worst / eps, " ε (relative)");
+}
+
+TEST_CASE("run_ensemble on the fixed-size path: bit-identical for 1 and 2 threads, path p = integrate") {
+  models::shaped_params p;
+  p.gamma2 = 0.6;
+  const models::covariance_sde sde(models::architecture::transformer, p);
+  const ncsde::problem<models::covariance_sde> prob{sde, support::random_spd<matrix>(4, 8, 0.3),
+                                                    0.1, 0.0};
+  ncsde::integrate_options iopt;
+  iopt.dt = 2e-3;
+  iopt.save_times = {0.05};
+  ncsde::ensemble_options eopt;
+  eopt.seed = 5;
+  eopt.paths = 96;
+  eopt.block_size = 16;
+  eopt.keep_paths = true;
+  eopt.progress = ncsde::progress_mode::off;
+  eopt.functionals = {ncsde::correlation_functional(0, 1)};
+  const ncsde::euler_maruyama<> em;
+  eopt.threads = 1;
+  const ncsde::ensemble_result one = ncsde::run_ensemble(em, prob, iopt, eopt);
+  eopt.threads = 2;
+  const ncsde::ensemble_result two = ncsde::run_ensemble(em, prob, iopt, eopt);
+  CHECK(one.completed == eopt.paths);
+  CHECK(one.terminal.mean() == two.terminal.mean());
+  CHECK(one.saved[0].mean() == two.saved[0].mean());
+  CHECK(one.functionals[0].all == two.functionals[0].all);
+  for (std::size_t i = 0; i < one.records.size(); ++i) REQUIRE(one.records[i].packed == two.records[i].packed);
+  // Path 37 is integrate() on the stream (seed, 37), both on the fixed-size path.
+  ncsde::euler_maruyama<> stepper;
+  const ncsde::path_result r = ncsde::integrate(stepper, prob, iopt, eopt.seed, 37);
+  vector packed(ncsde::packed_size(4));
+  ncsde::pack_upper(r.v, packed);
+  CHECK(packed == one.records[37].packed);
+}
