@@ -1,5 +1,5 @@
 #pragma once
-/// Counter-based random streams (Random123 Philox4x64-10).
+/// Counter-based random streams (Random123 Philox).
 ///
 /// A stream is keyed by (seed, path): the numbers of a path depend on nothing else, not on the
 /// thread that runs it, nor on which other paths ran, nor in which order. Within a stream every
@@ -7,10 +7,27 @@
 /// 0, j) — so any number can be recomputed at random access: a Brownian path can be refined (bridge)
 /// or coarsened without storing it, and the same step of the same path always sees the same noise.
 ///
-/// Normals come from Box–Muller on two 53-bit uniforms in (0, 1]: exactly two uniforms per pair of
-/// normals, so the count of uniforms per block is fixed (no rejection) and a counter maps to fixed
-/// numbers. std::normal_distribution (whose algorithm differs between standard libraries) and Eigen's
-/// Random() never appear where results must reproduce.
+/// The numbers of block (seed, path, domain, i0, i1): Philox4x64-10 with key (seed, path) at
+/// counter (0, i0, i1, domain) gives four words h0..h3; pair p = 0, 1, … of the block is then
+/// Philox4x32-10 with key (lo h0, hi h0) at counter (lo(h1 ⊕ p), hi(h1 ⊕ p), lo h2, hi h2), giving
+/// 32-bit words w0..w3 (lo/hi: low/high 32 bits). Entries 2p and 2p + 1 are
+///   uniforms:  a = (((w1·2^32 + w0) >> 11) + 1)·2^-53,  b = (((w3·2^32 + w2) >> 11) + 1)·2^-53,
+///              both in (0, 1];
+///   normals:   √(−2 ln a)·cos 2πb,  √(−2 ln a)·sin 2πb  (Box–Muller).
+/// Exactly two uniforms per pair of normals (no rejection), so an address maps to fixed numbers.
+/// Within a block p ↦ counter is injective; two different blocks share their Philox4x32 key and
+/// counter words only with probability about 2^-128.
+///
+/// Reproducibility. ln and sin/cos of 2πb are ncsde's own kernels, not libm (ln within 1 ulp,
+/// sin/cos within 2 ulp over the tests' 10^6 arguments; 2πb is reduced exactly, in turns).
+/// random.cpp picks at run time the widest of its scalar, AVX2 and AVX-512 paths; all of them
+/// perform the same correctly rounded IEEE-754 operations in the same order (no fused multiply-add:
+/// random.cpp is compiled with -ffp-contract=off, and must not be compiled with -ffast-math), so
+/// the numbers are bit-identical whatever the instruction set, the standard library, the thread
+/// count or the order in which blocks are requested, on any platform whose doubles are IEEE-754
+/// binary64 without excess precision (by construction; the tests check the paths against each other
+/// bit for bit). std::normal_distribution (whose algorithm differs between standard libraries) and
+/// Eigen's Random() never appear where results must reproduce.
 #include <Eigen/Core>
 
 #include <cstdint>

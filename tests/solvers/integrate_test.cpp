@@ -67,10 +67,13 @@ struct no_noise {
 };
 
 /// dV = huge dt + huge dW (1×1): one step overflows to ±inf or lands far beyond any threshold.
+/// From V0 = 1e308 an EM step of size 1/2 overflows in the sum V + b·dt + G·dw (1e308 + 8.5e307 > DBL_MAX)
+/// whatever the noise, while both coefficients stay finite (|G·dw| ≤ 1e300·8.6: Box–Muller normals are
+/// bounded by √(2·53·ln 2) < 8.6), so it is the step, not a coefficient, that leaves the doubles.
 struct overflowing {
   int noise_dimension(int) const { return 1; }
-  void drift(const matrix&, matrix& out, double) const { out = scalar(1.5e308); }
-  void diffusion(const matrix&, const vector& xi, matrix& out, double) const { out = scalar(1.5e308 * xi(0)); }
+  void drift(const matrix&, matrix& out, double) const { out = scalar(1.7e308); }
+  void diffusion(const matrix&, const vector& xi, matrix& out, double) const { out = scalar(1e300 * xi(0)); }
 };
 
 /// y_T = y_0 + σ Σ_i √h_i z_i for decoupled_exit on the grid [0, T] with steps h_i, from the path's stream.
@@ -435,7 +438,7 @@ TEST_CASE("integrate: a cubic drift blows up near the analytic time 1/(2 v0²)")
 }
 
 TEST_CASE("integrate: a step that overflows is a blow-up, never a completed non-finite path") {
-  problem<overflowing> prob{overflowing{}, scalar(1.0), 1.0};
+  problem<overflowing> prob{overflowing{}, scalar(1e308), 1.0};
   integrate_options opt;
   opt.dt = 0.5;
   ncsde::euler_maruyama<> em;

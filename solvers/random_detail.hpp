@@ -1,0 +1,45 @@
+#pragma once
+/// Internals of solvers/random.cpp, shared with its tests only (not installed): the instruction-set
+/// paths of the generator and the scalar form of its elementary kernels.
+///
+/// Every path performs the same IEEE-754 binary64 operations (add, sub, mul, div, sqrt, each
+/// correctly rounded, no fused multiply-add, in the same order) on the same operands; the integer
+/// and bit manipulations are exact. So the scalar, AVX2 and AVX-512 paths give bit-identical
+/// numbers.
+#include <cstddef>
+#include <cstdint>
+
+#include "ncsde/random.hpp"
+
+namespace ncsde::detail {
+
+/// An instruction-set path of random_stream::normals() and uniforms().
+enum class simd_path { scalar, avx2, avx512 };
+
+/// True if this CPU (and its operating system) can run `path`; scalar always can.
+bool simd_path_supported(simd_path path);
+
+/// The widest supported path: the one random_stream uses.
+simd_path fastest_simd_path();
+
+/// random_stream::normals() / uniforms() forced onto `path`.
+/// Throws ncsde::invalid_argument if this CPU cannot run `path`.
+void normals_on(simd_path path, const random_stream& stream, random_domain domain, std::uint64_t i0,
+                std::uint64_t i1, double* out, std::ptrdiff_t count);
+void uniforms_on(simd_path path, const random_stream& stream, random_domain domain,
+                 std::uint64_t i0, std::uint64_t i1, double* out, std::ptrdiff_t count);
+
+/// ln(u) for a positive normal double u (the generator uses u in [2^-53, 1]): u = 2^e·m with
+/// m ∈ [√2/2, √2), f = m − 1, s = f/(2 + f), ln m = f − f²/2 + s·(f²/2 + R(s²)) where
+/// R(z) = Σ_{k≥1} 2z^k/(2k + 1) is a degree-7 polynomial (approximation error below 2^-57 relative
+/// to ln m), and e·ln 2 is added in two parts (the high part has 40 significant bits, so e·ln2_hi
+/// is exact).
+double log_unit(double u);
+
+/// sin(2πt) and cos(2πt) for t ∈ [0, 1]: q = round(4t) and r = t − q/4 ∈ [−1/8, 1/8] are exact
+/// (no rounding of 2π·t), sin(2πr) = r·S(r²) and cos(2πr) = 1 − r²·C(r²) with degree-6 polynomials
+/// S and C (approximation errors below 2^-57 relative), then the quadrant q mod 4 swaps and
+/// negates.
+void sincos_turns(double t, double& sin_out, double& cos_out);
+
+}  // namespace ncsde::detail
