@@ -1,10 +1,15 @@
 // Solver-layer micro-benchmarks. Each pair compares ncsde's choice with the obvious alternative in the
 // same run; quote ratios, not absolute times (the machines are noisy).
 //   build/bench/ncsde_bench_solvers --benchmark_min_time=0.2
+#include <Random123/philox.h>
 #include <benchmark/benchmark.h>
 
+#include <cmath>
+#include <numbers>
 #include <random>
+#include <vector>
 
+#include "../solvers/random_detail.hpp"
 #include "ncsde/analytic.hpp"
 #include "ncsde/levy_area.hpp"
 #include "ncsde/noise.hpp"
@@ -13,11 +18,14 @@
 
 namespace {
 
-// Counter-based Philox normals vs std::mt19937_64 + std::normal_distribution (not reproducible
-// across standard libraries, the reason ncsde does not use it).
-void bench_normals_philox(benchmark::State& state) {
+// Normals, blocks of 1024 (and 3, one chi-squared attempt block, and 36): ncsde's generator
+// (Philox4x32-10 words, its own Box–Muller kernels, the widest instruction set) vs the generator it
+// replaced (Philox4x64-10 words and std::log/cos/sin, scalar) vs std::mt19937_64 +
+// std::normal_distribution (not reproducible across standard libraries, the reason ncsde does not
+// use it); and ncsde's generator forced onto each instruction-set path (same numbers, bit for bit).
+void normals_philox(benchmark::State& state, Eigen::Index count) {
   const ncsde::random_stream stream(1, 2);
-  ncsde::vector out(1024);
+  ncsde::vector out(count);
   std::uint64_t step = 0;
   for (auto _ : state) {
     stream.normals(ncsde::random_domain::increments, step++, 0, out);
@@ -25,7 +33,59 @@ void bench_normals_philox(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * out.size());
 }
+void bench_normals_philox(benchmark::State& state) { normals_philox(state, 1024); }
 BENCHMARK(bench_normals_philox);
+void bench_normals_philox_small(benchmark::State& state) { normals_philox(state, state.range(0)); }
+BENCHMARK(bench_normals_philox_small)->Arg(3)->Arg(36);
+
+void bench_normals_path(benchmark::State& state, ncsde::detail::simd_path path) {
+  if (!ncsde::detail::simd_path_supported(path)) {
+    state.SkipWithError("instruction set not supported by this CPU");
+    return;
+  }
+  const ncsde::random_stream stream(1, 2);
+  std::vector<double> out(static_cast<std::size_t>(state.range(0)));
+  std::uint64_t step = 0;
+  for (auto _ : state) {
+    ncsde::detail::normals_on(path, stream, ncsde::random_domain::increments, step++, 0, out.data(),
+                              state.range(0));
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK_CAPTURE(bench_normals_path, scalar, ncsde::detail::simd_path::scalar)->Arg(1024);
+BENCHMARK_CAPTURE(bench_normals_path, avx2, ncsde::detail::simd_path::avx2)->Arg(1024);
+BENCHMARK_CAPTURE(bench_normals_path, avx512, ncsde::detail::simd_path::avx512)->Arg(1024);
+
+// The generator before Philox4x32: one Philox4x64-10 call (counter (j/4, i0, i1, domain)) per four
+// normals, two Box–Muller pairs with std::log, std::cos, std::sin.
+void bench_normals_philox4x64_libm(benchmark::State& state) {
+  using philox = r123::Philox4x64;
+  const philox::key_type key = {{1, 2}};
+  const auto unit = [](std::uint64_t bits) {
+    return (static_cast<double>(bits >> 11) + 1.0) * 0x1p-53;
+  };
+  const std::ptrdiff_t count = state.range(0);
+  std::vector<double> out(static_cast<std::size_t>(count));
+  std::uint64_t step = 0;
+  for (auto _ : state) {
+    philox::ctr_type ctr = {{0, step++, 0, 1}};
+    for (std::ptrdiff_t j = 0; j < count; j += 4) {
+      ctr[0] = static_cast<std::uint64_t>(j / 4);
+      const philox::ctr_type r = philox()(ctr, key);
+      for (std::ptrdiff_t pair = 0; pair < 2; ++pair) {
+        const double radius = std::sqrt(-2.0 * std::log(unit(r[2 * pair])));
+        const double angle = 2.0 * std::numbers::pi * unit(r[2 * pair + 1]);
+        const std::ptrdiff_t k = j + 2 * pair;
+        if (k < count) out[static_cast<std::size_t>(k)] = radius * std::cos(angle);
+        if (k + 1 < count) out[static_cast<std::size_t>(k + 1)] = radius * std::sin(angle);
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * count);
+}
+BENCHMARK(bench_normals_philox4x64_libm)->Arg(3)->Arg(36)->Arg(1024);
 
 void bench_normals_std(benchmark::State& state) {
   std::mt19937_64 gen(1);

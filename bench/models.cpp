@@ -1,0 +1,308 @@
+// Model-layer benchmarks (bench/README.md, items 1, 2 and 4; `bench/run` runs them all):
+//  - path_step/<scheme>/<noise>/<model>/m:<m>: the cost of one path step of integrate(),
+//    Euler–Maruyama ("em") or Milstein with Wiktorsson Lévy areas ("milstein"), with the structured
+//    O(m³) noise of covariance_sde or with the dense O(m⁶) factor of its covariance()
+//    (dense_covariance_noise); items/s = path-steps/s. Structured EM steps carry the operation
+//    count of the bound as counters.
+//  - eigen/gemm, eigen/gemv, libm/acos: the single-core rates that the bound charges flops at.
+//  - ensemble/em/<model>/m:<m>/threads:<t>: run_ensemble throughput on 1 and 2 threads; the
+//    threads:1 runs are also ncsde's side of the numpy comparison (baselines/numpy_em.py reads
+//    their counters: paths, steps, dt and the model's parameters).
+// Ratios, never absolute times, are the result (the machines are noisy); nothing asserts a time.
+//   build/bench/ncsde_bench_models [--quick] --benchmark_min_time=0.2
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "common.hpp"
+#include "ncsde/ensemble.hpp"
+#include "ncsde/integrate.hpp"
+#include "ncsde/models/shaped.hpp"
+#include "ncsde/noise.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/steppers/milstein.hpp"
+
+namespace {
+
+using namespace ncsde;
+using namespace ncsde::bench;
+
+constexpr int sizes[] = {2, 4, 8, 16, 32, 64};
+
+/// Step of the path-step and ensemble benchmarks. A step's noise moves the spectrum of V by about
+/// √(k_lin·dt·m) relative to V₀'s smallest eigenvalue (0.82): at dt = 1/256 the transformer
+/// (k_lin = 1.75) leaves the positive-definite cone on every step at m = 64 and pays an
+/// eigendecomposition for the projection, which is a property of that step size and not of the
+/// step's cost. At 2⁻¹⁰ no model projects at any m benchmarked (counter projected_per_step).
+constexpr double path_dt = 0x1p-10;
+
+/// Operation count of one structured Euler–Maruyama step of a model at size m, the work the bound
+/// (bench/README.md, "The bound") charges at the measured rates. Products are counted as
+/// evaluated: 2m³ flops for every m×m product (L is stored dense, so L·G costs 2m³, not the m³ of
+/// a triangular product); the Cholesky factor m³/3 is charged at the GEMM rate, O(m²) work at the
+/// GEMV rate, acos at the measured acos rate.
+///   normals   k = m² (G) or 2m² (G, Z)
+///   factor L  m³/3 (gemm)
+///   N_lin     L·G, ·Lᵀ: 4m³ (gemm); (M + Mᵀ)/√2, ×√k_lin: 3m²
+///   N_att     L·Z, ·Lᵀ, ζ·PV: 6m³ (gemm); PV 2m², /(mτ₀), ζPV + (ζPV)ᵀ, ×√k_att, add: 6m²
+///   N_causal  L·Z, ·Lᵀ, N·V: 6m³ (gemm); prefix centring m², /τ₀, NV + (NV)ᵀ, ×, add: 5m²
+///   b_att     V·u 2m², row means m², tr(PVPV) 5m², entries 7m², ×γ² and add 2m²: 17m²
+///   b_causal  U·V: 2m³ (gemm); prefix sums R, Π, S2, Q2 7m², U 2.5m², rows of E m²,
+///             entries 12.5m², ×γ² and add 2m²: 25m²
+///   b_relu    per pair a < b: 3 √, ÷, clamp 2, 1 − ρ², √, ρ·acos, −, ×2: 14 flops and one acos
+///             (m(m−1)/2 acos), ×γ² and add 2m²: 9m²
+///   update    V + dt·b + N: 3m²
+/// Not counted: the engine's work around the step (symmetrisation, the blow-up scan, finiteness
+/// checks of the coefficients, the positive-definiteness check of the new state), which is the
+/// library's overhead over the bound.
+struct op_count {
+  double normals = 0.0;
+  double gemm_flops = 0.0;
+  double elementwise_flops = 0.0;
+  double acos = 0.0;
+};
+
+op_count em_step_count(model_id id, int m) {
+  const double m2 = double(m) * m, m3 = m2 * m;
+  op_count c;
+  c.normals = make_sde(id).noise_dimension(m);
+  c.gemm_flops = m3 / 3.0 + 4.0 * m3;
+  c.elementwise_flops = 3.0 * m2 + 3.0 * m2;  // N_lin, update
+  const bool relu = id == model_id::mlp || id == model_id::resnet || id == model_id::transformer;
+  if (relu) {
+    c.elementwise_flops += 9.0 * m2;
+    c.acos = m * (m - 1) / 2.0;
+  }
+  if (id == model_id::attention || id == model_id::transformer) {
+    c.gemm_flops += 6.0 * m3;
+    c.elementwise_flops += 6.0 * m2 + 17.0 * m2;
+  }
+  if (id == model_id::causal) {
+    c.gemm_flops += 6.0 * m3 + 2.0 * m3;
+    c.elementwise_flops += 5.0 * m2 + 25.0 * m2;
+  }
+  return c;
+}
+
+enum class scheme { em, milstein };
+enum class noise { structured, dense };
+
+/// Largest m run for a scheme and noise: where one step would take ≳ 1 s the size is skipped (the
+/// README gives the extrapolation from the fitted exponent). Dense EM factors a K×K Σ per step,
+/// K = m(m+1)/2 (m = 64: K = 2080); Milstein evaluates the noise map at k supports per step and
+/// draws k×k iterated integrals (k = 2m² with attention: 8192 at m = 64, a 512 MB matrix).
+int size_cap(scheme s, noise n) {
+  if (s == scheme::em) return n == noise::structured ? 64 : (quick ? 16 : 32);
+  return n == noise::structured ? (quick ? 8 : 16) : (quick ? 4 : 16);
+}
+
+/// Path length per benchmark iteration: long enough to amortise integrate()'s set-up, short enough
+/// that one iteration of the O(m⁶) and O(m⁵) cases stays well under a second. Milstein through the
+/// dense adapter takes one step from V₀ per path: its eigen-factor is not a smooth function of V
+/// (eigenvector signs and order jump between V and the supports V + b dt + G_j √dt), so the
+/// derivative-free correction [G(Ῡ_j) − G(V)]/√dt is O(1/√dt) and after a few steps the state
+/// leaves the region where Σ is positive semidefinite (noise.hpp: the adapter is a reference for
+/// EM). The cost of a step does not depend on the state, so one step from V₀ measures it.
+int path_steps(scheme s, noise n, int m) {
+  int steps = 64;
+  if (n == noise::dense) steps = m <= 4 ? 64 : m <= 8 ? 16 : m <= 16 ? 4 : 1;
+  if (s == scheme::milstein) steps = n == noise::dense ? 1 : m <= 4 ? 16 : m <= 8 ? 4 : 1;
+  if (quick) steps = std::max(1, steps / 4);
+  return steps;
+}
+
+/// One path of `steps` steps per iteration. Paths start alternately from V₀ and (1 + 2⁻²⁰)V₀: both
+/// noise maps cache their factor for the last state they saw, and a path must not start on the
+/// factor its predecessor left behind (a 1-step path would otherwise never factor at all).
+template <class Stepper, class S>
+void path_step(benchmark::State& state, const S& sde, int m, int steps) {
+  problem<S> prob{sde, initial_state(m), steps * path_dt};
+  const matrix v0 = prob.v0, v0_scaled = (1.0 + 0x1p-20) * prob.v0;
+  integrate_options opt;
+  opt.dt = path_dt;
+  Stepper stepper;
+  std::uint64_t path = 0;
+  long long taken = 0, incomplete = 0, projected = 0;
+  for (auto _ : state) {
+    prob.v0 = path % 2 == 0 ? v0 : v0_scaled;
+    const path_result r = integrate(stepper, prob, opt, /*seed=*/1, path++);
+    taken += r.steps;
+    projected += r.pd.projected;
+    if (r.status != path_status::completed) ++incomplete;
+    benchmark::DoNotOptimize(r.v.data());
+  }
+  state.SetItemsProcessed(taken);
+  state.counters["projected_per_step"] =
+      static_cast<double>(projected) / static_cast<double>(taken);
+  state.counters["m"] = m;
+  state.counters["k"] = sde.noise_dimension(m);
+  state.counters["steps_per_path"] = steps;
+  state.counters["incomplete_paths"] = static_cast<double>(incomplete);
+}
+
+void register_path_steps() {
+  for (const model_id id : all_models)
+    for (const int m : sizes) {
+      const std::string tail = std::string(model_name(id)) + "/m:" + std::to_string(m);
+      const models::covariance_sde sde = make_sde(id);
+      const dense_covariance_noise<models::covariance_sde> dense(sde);
+      if (m <= size_cap(scheme::em, noise::structured)) {
+        const int steps = path_steps(scheme::em, noise::structured, m);
+        const op_count c = em_step_count(id, m);
+        benchmark::RegisterBenchmark(("path_step/em/structured/" + tail).c_str(),
+                                     [=](benchmark::State& st) {
+                                       path_step<euler_maruyama<>>(st, sde, m, steps);
+                                       st.counters["normals"] = c.normals;
+                                       st.counters["gemm_flops"] = c.gemm_flops;
+                                       st.counters["elementwise_flops"] = c.elementwise_flops;
+                                       st.counters["acos"] = c.acos;
+                                     });
+      }
+      if (m <= size_cap(scheme::em, noise::dense)) {
+        const int steps = path_steps(scheme::em, noise::dense, m);
+        benchmark::RegisterBenchmark(
+            ("path_step/em/dense/" + tail).c_str(),
+            [=](benchmark::State& st) { path_step<euler_maruyama<>>(st, dense, m, steps); });
+      }
+      if (m <= size_cap(scheme::milstein, noise::structured)) {
+        const int steps = path_steps(scheme::milstein, noise::structured, m);
+        benchmark::RegisterBenchmark(
+            ("path_step/milstein/structured/" + tail).c_str(),
+            [=](benchmark::State& st) { path_step<milstein<>>(st, sde, m, steps); });
+      }
+      if (m <= size_cap(scheme::milstein, noise::dense)) {
+        const int steps = path_steps(scheme::milstein, noise::dense, m);
+        benchmark::RegisterBenchmark(
+            ("path_step/milstein/dense/" + tail).c_str(),
+            [=](benchmark::State& st) { path_step<milstein<>>(st, dense, m, steps); });
+      }
+    }
+}
+
+/// Operands of the rate benchmarks: fixed, well-scaled, not all equal.
+matrix operand(int rows, int cols, double shift) {
+  matrix a(rows, cols);
+  for (int j = 0; j < cols; ++j)
+    for (int i = 0; i < rows; ++i) a(i, j) = std::sin(1.0 + shift + 0.37 * i + 0.91 * j);
+  return a;
+}
+
+/// Eigen's single-core m×m GEMM rate (C = A·B, 2m³ flops).
+void eigen_gemm(benchmark::State& state, int m) {
+  const matrix a = operand(m, m, 0.0), b = operand(m, m, 1.0);
+  matrix c(m, m);
+  for (auto _ : state) {
+    c.noalias() = a * b;
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * m * m * m;
+  state.counters["flops_per_second"] = benchmark::Counter(
+      flops * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+/// Eigen's single-core m×m GEMV rate (y = A·x, 2m² flops).
+void eigen_gemv(benchmark::State& state, int m) {
+  const matrix a = operand(m, m, 0.0);
+  const vector x = operand(m, 1, 2.0);
+  vector y(m);
+  for (auto _ : state) {
+    y.noalias() = a * x;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * m * m;
+  state.counters["flops_per_second"] = benchmark::Counter(
+      flops * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+/// std::acos over correlations in (−1, 1), the transcendental of b_relu; items/s = acos/s.
+void libm_acos(benchmark::State& state) {
+  vector x(1024), y(1024);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x(i) = std::sin(0.7 * static_cast<double>(i)) * 0.99;
+  for (auto _ : state) {
+    for (Eigen::Index i = 0; i < x.size(); ++i) y(i) = std::acos(x(i));
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * x.size());
+}
+
+void register_rates() {
+  for (const int m : sizes) {
+    benchmark::RegisterBenchmark(("eigen/gemm/m:" + std::to_string(m)).c_str(),
+                                 [m](benchmark::State& st) { eigen_gemm(st, m); });
+    benchmark::RegisterBenchmark(("eigen/gemv/m:" + std::to_string(m)).c_str(),
+                                 [m](benchmark::State& st) { eigen_gemv(st, m); });
+  }
+  benchmark::RegisterBenchmark("libm/acos", libm_acos);
+}
+
+/// run_ensemble throughput: `paths` Euler–Maruyama paths of `steps` steps of 2⁻¹⁰ on `threads`
+/// threads. Items are path-steps (a blown-up path counts the steps it took); items/s in wall time
+/// (the speed-up), cpu_time the CPU time of the whole process (all threads: the numpy comparison,
+/// which a loaded machine distorts less). The horizon (T = 1/4 for 256 steps) keeps blow-up rare:
+/// under 0.5% of transformer paths, none with attention.
+void ensemble(benchmark::State& state, model_id id, int m, int threads, long long paths,
+              int steps) {
+  const problem<models::covariance_sde> prob{make_sde(id), initial_state(m), steps * path_dt};
+  integrate_options io;
+  io.dt = path_dt;
+  ensemble_options eo;
+  eo.seed = 1;
+  eo.paths = paths;
+  eo.threads = threads;
+  eo.progress = progress_mode::off;
+  long long taken = 0;
+  for (auto _ : state) {
+    const ensemble_result r = run_ensemble(euler_maruyama<>{}, prob, io, eo);
+    taken += r.completed * steps;
+    for (const double t : r.stop_times) taken += std::llround((t - prob.t0) / path_dt);
+    for (const double t : r.explosion_times) taken += std::llround((t - prob.t0) / path_dt);
+    benchmark::DoNotOptimize(r.terminal.mean().data());
+  }
+  state.SetItemsProcessed(taken);
+  state.counters["path_steps_per_iteration"] =
+      static_cast<double>(taken) / static_cast<double>(state.iterations());
+  const models::shaped_params p = model_params(id);
+  state.counters["m"] = m;
+  state.counters["threads"] = threads;
+  state.counters["paths"] = static_cast<double>(paths);
+  state.counters["steps"] = steps;
+  state.counters["dt"] = path_dt;
+  state.counters["c_plus"] = p.c_plus;
+  state.counters["c_minus"] = p.c_minus;
+  state.counters["gamma2"] = p.gamma2;
+  state.counters["hidden_ratio"] = p.hidden_ratio;
+  state.counters["tau0"] = p.tau0;
+  state.counters["heads"] = p.heads;
+}
+
+void register_ensembles() {
+  // 1024 paths = 16 blocks of 64: an even split over 2 threads.
+  constexpr long long paths = 1024;
+  const int steps = quick ? 64 : 256;
+  for (const model_id id : {model_id::attention, model_id::transformer})
+    for (const int m : {4, 16})
+      for (const int threads : {1, 2})
+        benchmark::RegisterBenchmark(
+            ("ensemble/em/" + std::string(model_name(id)) + "/m:" + std::to_string(m) +
+             "/threads:" + std::to_string(threads))
+                .c_str(),
+            [=](benchmark::State& st) { ensemble(st, id, m, threads, paths, steps); })
+            ->UseRealTime()
+            ->MeasureProcessCPUTime();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ncsde::bench::run_main(argc, argv, [] {
+    register_rates();
+    register_path_steps();
+    register_ensembles();
+  });
+}
