@@ -54,6 +54,18 @@ concept SdeWithDiffusionDerivative =
     Sde<S, State> && requires(const S& s, const State& v, const State& h, const vector& xi,
                               State& out, double t) { s.diffusion_derivative(v, h, xi, out, t); };
 
+/// S factorises V itself (e.g. for a noise map L·W·Lᵀ with L Lᵀ = V) and accepts the engine's factor:
+///  s.use_cholesky(v, l): l is the Cholesky factor (lower, l lᵀ = v) of exactly v, the state the
+///  next step starts from, computed by the positive-definiteness check (psd.hpp: Eigen::LLT on
+///  ncsde::matrix, detail::small_cholesky on fixed sizes); S may keep it instead of factorising v
+///  again (a cache keyed on v itself, so that results do not change). integrate() and
+///  run_ensemble() call it after each step whose new state passed the check by Cholesky.
+template <class S, class State = matrix>
+concept SdeWithCholeskyHint =
+    Sde<S, State> && requires(const S& s, const State& v, const State& l) {
+                       s.use_cholesky(v, l);
+                     };
+
 /// S describes its noise by the dense covariance operator instead of a noise map:
 ///  s.covariance(v, sigma, t): sigma = Σ(t, v), a K×K matrix over the K = m(m+1)/2 upper-triangle
 ///  index pairs (a ≤ b, row-major order: (1,1), (1,2), …, (1,m), (2,2), …, (m,m)), with entries

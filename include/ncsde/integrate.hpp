@@ -217,6 +217,10 @@ class path_integrator {
     if (pr.status == psd_status::boundary) ++r.pd.boundary;
     if (pr.status != psd_status::outside) {
       m_v = m_trial;
+      // The check's Cholesky factor of the new state is the one the SDE's next noise map needs.
+      if constexpr (SdeWithCholeskyHint<S, State>)
+        if (pr.status == psd_status::positive_definite)
+          m_sde.use_cholesky(m_v, m_checker.cholesky_factor());
       return path_status::completed;
     }
     ++r.pd.violations;

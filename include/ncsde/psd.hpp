@@ -13,9 +13,11 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 
+#include <cmath>
 #include <limits>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde {
@@ -36,6 +38,34 @@ double psd_round_off(const Eigen::MatrixBase<Derived>& v) {
   return 16.0 * static_cast<double>(v.rows()) * std::numeric_limits<double>::epsilon() * scale;
 }
 
+namespace detail {
+
+/// Cholesky factor L (lower, L Lᵀ = V) of a compile-time-sized V by the plain column algorithm
+/// (left-looking, sums in k order): the check's and the models' factorisation on fixed-size states,
+/// where it is 2–3× faster than Eigen::LLT (bench: m = 4, 8). Returns false, with L unspecified,
+/// when a pivot is not > 0 (or is NaN): V is then not numerically positive definite. Reads only the
+/// lower triangle of V, as Eigen::LLT does; the upper triangle of L is set to 0.
+template <int M>
+bool small_cholesky(const square_matrix<M>& v, square_matrix<M>& l) {
+  static_assert(M != Eigen::Dynamic, "small_cholesky is for compile-time sizes");
+  l.setZero();
+  for (int j = 0; j < M; ++j) {
+    double d = v(j, j);
+    for (int k = 0; k < j; ++k) d -= l(j, k) * l(j, k);
+    if (!(d > 0.0)) return false;
+    const double ljj = std::sqrt(d);
+    l(j, j) = ljj;
+    for (int i = j + 1; i < M; ++i) {
+      double s = v(i, j);
+      for (int k = 0; k < j; ++k) s -= l(i, k) * l(j, k);
+      l(i, j) = s / ljj;
+    }
+  }
+  return true;
+}
+
+}  // namespace detail
+
 /// Reusable check on states of type State (ncsde::matrix or a square_matrix<M>): holds the
 /// factorisation workspaces, so that after the first call at a size check() allocates nothing; so
 /// does project() on fixed-size states, while on ncsde::matrix Eigen's eigensolver allocates one
@@ -48,8 +78,14 @@ class basic_psd_checker {
     // Cholesky does not see NaN (its pivot test x <= 0 is false for NaN), so a non-finite V would
     // pass as positive definite: classify it before factorising.
     if (!v.allFinite()) return {psd_status::outside, std::numeric_limits<double>::quiet_NaN()};
-    m_llt.compute(v);
-    if (m_llt.info() == Eigen::Success)
+    if constexpr (fixed) {
+      m_factored = detail::small_cholesky(v, m_l);
+    } else {
+      m_llt.compute(v);
+      m_factored = m_llt.info() == Eigen::Success;
+      m_l_current = false;
+    }
+    if (m_factored)
       return {psd_status::positive_definite, std::numeric_limits<double>::quiet_NaN()};
     m_eigen.compute(v, Eigen::EigenvaluesOnly);
     const double lmin = m_eigen.eigenvalues()(0);
@@ -57,6 +93,19 @@ class basic_psd_checker {
     const psd_status status =
         !(lmin >= -psd_round_off(v)) ? psd_status::outside : psd_status::boundary;
     return {status, lmin};
+  }
+
+  /// The Cholesky factor L (lower, L Lᵀ = V) of the last check()'s V; valid only when that check
+  /// returned positive_definite. Fixed-size states: detail::small_cholesky; ncsde::matrix: Eigen::LLT.
+  const State& cholesky_factor() {
+    NCSDE_ASSERT(m_factored, "psd_checker::cholesky_factor: the last check found no Cholesky factor");
+    if constexpr (!fixed) {
+      if (!m_l_current) {
+        m_l = m_llt.matrixL();
+        m_l_current = true;
+      }
+    }
+    return m_l;
   }
 
   /// Projects V onto {λ_min ≥ floor} in the Frobenius norm: eigenvalues below floor are set to
@@ -73,7 +122,11 @@ class basic_psd_checker {
   }
 
  private:
-  Eigen::LLT<State> m_llt;
+  static constexpr bool fixed = State::RowsAtCompileTime != Eigen::Dynamic;
+  Eigen::LLT<State> m_llt;  // ncsde::matrix states only
+  State m_l;
+  bool m_factored = false;
+  bool m_l_current = false;
   Eigen::SelfAdjointEigenSolver<State> m_eigen;
   State m_work;
   Eigen::Matrix<double, State::RowsAtCompileTime, 1> m_clipped;

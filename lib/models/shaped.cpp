@@ -123,6 +123,24 @@ void covariance_sde::diffusion_impl(const square_matrix<M>& v, const vector& xi,
   }
 }
 
+template <int M>
+void covariance_sde::use_cholesky_impl(const square_matrix<M>& v, const square_matrix<M>& l) const {
+  shaped_workspace<M>& ws = workspace<M>();
+  ws.factor.adopt(l);
+  ws.factor_v = v;
+  ws.factor_valid = true;
+}
+
+void covariance_sde::use_cholesky(const matrix& v, const matrix& l) const {
+  use_cholesky_impl<Eigen::Dynamic>(v, l);
+}
+
+template <int M>
+  requires is_fixed_size<M>
+void covariance_sde::use_cholesky(const square_matrix<M>& v, const square_matrix<M>& l) const {
+  use_cholesky_impl<M>(v, l);
+}
+
 void covariance_sde::drift(const matrix& v, matrix& out, double /*t*/) const {
   drift_impl<Eigen::Dynamic>(v, out);
 }
@@ -148,7 +166,9 @@ void covariance_sde::diffusion(const square_matrix<M>& v, const vector& xi, squa
   template void covariance_sde::drift<M>(const square_matrix<M>&, square_matrix<M>&, double)     \
       const;                                                                                     \
   template void covariance_sde::diffusion<M>(const square_matrix<M>&, const vector&,             \
-                                             square_matrix<M>&, double) const;
+                                             square_matrix<M>&, double) const;                   \
+  template void covariance_sde::use_cholesky<M>(const square_matrix<M>&, const square_matrix<M>&) \
+      const;
 NCSDE_SHAPED_FIXED(2)
 NCSDE_SHAPED_FIXED(3)
 NCSDE_SHAPED_FIXED(4)

@@ -243,3 +243,52 @@ TEST_CASE("run_ensemble on the fixed-size path: bit-identical for 1 and 2 thread
   ncsde::pack_upper(r.v, packed);
   CHECK(packed == one.records[37].packed);
 }
+
+namespace {
+
+/// The covariance SDE on every state type, without its use_cholesky: integrate() then never hands
+/// it the check's Cholesky factor, and its noise map factorises each state itself.
+struct without_cholesky_hint {
+  models::covariance_sde sde;
+  int noise_dimension(int m) const { return sde.noise_dimension(m); }
+  template <class State>
+  void drift(const State& v, State& out, double t) const {
+    sde.drift(v, out, t);
+  }
+  template <class State>
+  void diffusion(const State& v, const vector& xi, State& out, double t) const {
+    sde.diffusion(v, xi, out, t);
+  }
+};
+static_assert(!ncsde::SdeWithCholeskyHint<without_cholesky_hint>);
+static_assert(ncsde::detail::has_fixed_path<4, ncsde::euler_maruyama<>, without_cholesky_hint>);
+
+template <class Stepper, class S>
+ncsde::path_result run_path(const S& sde, int m) {
+  ncsde::integrate_options opt;
+  opt.dt = 1e-3;
+  Stepper stepper;
+  return ncsde::integrate(stepper, ncsde::problem<S>{sde, support::random_spd<matrix>(m, 6, 0.3), 0.15, 0.0},
+                          opt, 31, 2);
+}
+
+}  // namespace
+
+TEST_CASE("the check's Cholesky factor handed to the noise map changes no bit (fixed and dynamic m)") {
+  for (const model_case& c : model_cases) {
+    const models::covariance_sde sde = make_sde(c);
+    for (const int m : {3, 5, 8}) {
+      INFO(c.name, ", m = ", m);
+      const ncsde::path_result with = run_path<ncsde::euler_maruyama<>>(sde, m);
+      const ncsde::path_result without = run_path<ncsde::euler_maruyama<>>(without_cholesky_hint{sde}, m);
+      REQUIRE(with.status == ncsde::path_status::completed);
+      CHECK(with.steps == without.steps);
+      CHECK(with.v == without.v);
+      if (m <= 3) {
+        const ncsde::path_result mil = run_path<ncsde::milstein<>>(sde, m);
+        const ncsde::path_result mil_without = run_path<ncsde::milstein<>>(without_cholesky_hint{sde}, m);
+        CHECK(mil.v == mil_without.v);
+      }
+    }
+  }
+}

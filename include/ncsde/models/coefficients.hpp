@@ -22,7 +22,7 @@ namespace ncsde::models {
 ///   ν(ρ) = ((c₊ − c₋)²/(2π)) (√(1 − ρ²) − ρ arccos ρ),  ρ^{ab} = V^{ab}/√(V^{aa}V^{bb}).
 /// ρ is clipped to [−1, 1] and max(V^{aa}, 0) is used under the square root, so the result is
 /// finite for every finite V (at |ρ| → 1 too). The diagonal is exactly 0 (ν(1) = 0). Homogeneous of
-/// degree 1.
+/// degree 1. `out` must not be `v`.
 void b_relu(const matrix& v, double c_plus, double c_minus, matrix& out);
 
 /// Full-attention drift without γ²:
@@ -80,7 +80,11 @@ class basic_psd_factor {
  public:
   /// Computes L for V and returns true when Cholesky succeeded (false: eigen-factor fallback).
   bool compute(const square_matrix<M>& v);
-  /// The factor of the last compute().
+  /// Takes the Cholesky factor L of V computed elsewhere by the same algorithm as compute() (the
+  /// positive-definiteness check's: Eigen::LLT for dynamic M, ncsde::detail::small_cholesky for
+  /// fixed M): afterwards l() is what compute(V) would give, bit for bit, without refactorising.
+  void adopt(const square_matrix<M>& l) { m_l = l; }
+  /// The factor of the last compute() or adopt().
   const square_matrix<M>& l() const { return m_l; }
 
  private:

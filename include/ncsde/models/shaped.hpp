@@ -90,6 +90,13 @@ class covariance_sde {
   template <int M>
     requires is_fixed_size<M>
   void diffusion(const square_matrix<M>& v, const vector& xi, square_matrix<M>& out, double t) const;
+  /// Keeps the engine's Cholesky factor of V for the next diffusion at V (SdeWithCholeskyHint): the
+  /// noise map then skips its own factorisation; results are the same bits.
+  void use_cholesky(const matrix& v, const matrix& l) const;
+  /// use_cholesky on compile-time-sized states.
+  template <int M>
+    requires is_fixed_size<M>
+  void use_cholesky(const square_matrix<M>& v, const square_matrix<M>& l) const;
   /// sigma = Σ(V) = k_lin Σ_lin + k_att Σ_att|causal, K×K over packed pairs (dense reference).
   void covariance(const matrix& v, matrix& sigma, double t) const;
 
@@ -104,6 +111,8 @@ class covariance_sde {
   void drift_impl(const square_matrix<M>& v, square_matrix<M>& out) const;
   template <int M>
   void diffusion_impl(const square_matrix<M>& v, const vector& xi, square_matrix<M>& out) const;
+  template <int M>
+  void use_cholesky_impl(const square_matrix<M>& v, const square_matrix<M>& l) const;
   template <int M>
   shaped_workspace<M>& workspace() const {
     return std::get<shaped_workspace<M>>(m_workspaces);
@@ -120,5 +129,7 @@ static_assert(Sde<covariance_sde, square_matrix<2>> && Sde<covariance_sde, squar
               Sde<covariance_sde, square_matrix<4>> && Sde<covariance_sde, square_matrix<8>>);
 static_assert(!Sde<covariance_sde, square_matrix<5>>);
 static_assert(CovarianceSde<covariance_sde>);
+static_assert(SdeWithCholeskyHint<covariance_sde> &&
+              SdeWithCholeskyHint<covariance_sde, square_matrix<4>>);
 
 }  // namespace ncsde::models
