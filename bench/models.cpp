@@ -219,6 +219,51 @@ void eigen_gemv(benchmark::State& state, int m) {
       flops * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+/// The same rates on compile-time-sized m×m operands (the sizes of the fixed-size path, is_fixed_size):
+/// Eigen's product through its blocked GEMM (`lazy` false) and its coefficient-based product
+/// (`lazy` true, what the fixed-size kernels use), and the fixed-size GEMV. The bound charges flops
+/// at the best rate Eigen reaches at a size, whichever kernel reaches it.
+template <int M>
+void eigen_gemm_fixed(benchmark::State& state, bool lazy) {
+  const square_matrix<M> a = operand(M, M, 0.0), b = operand(M, M, 1.0);
+  square_matrix<M> c;
+  for (auto _ : state) {
+    if (lazy)
+      c.noalias() = a.lazyProduct(b);
+    else
+      c.noalias() = a * b;
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops_per_second"] = benchmark::Counter(
+      2.0 * M * M * M * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+template <int M>
+void eigen_gemv_fixed(benchmark::State& state) {
+  const square_matrix<M> a = operand(M, M, 0.0);
+  const column_vector<M> x = operand(M, 1, 2.0);
+  column_vector<M> y;
+  for (auto _ : state) {
+    y.noalias() = a * x;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops_per_second"] = benchmark::Counter(
+      2.0 * M * M * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+template <int M>
+void register_fixed_rates() {
+  const std::string tail = "/m:" + std::to_string(M);
+  benchmark::RegisterBenchmark(("eigen/gemm_fixed" + tail).c_str(),
+                               [](benchmark::State& st) { eigen_gemm_fixed<M>(st, false); });
+  benchmark::RegisterBenchmark(("eigen/gemm_fixed_lazy" + tail).c_str(),
+                               [](benchmark::State& st) { eigen_gemm_fixed<M>(st, true); });
+  benchmark::RegisterBenchmark(("eigen/gemv_fixed" + tail).c_str(),
+                               [](benchmark::State& st) { eigen_gemv_fixed<M>(st); });
+}
+
 /// std::acos over correlations in (−1, 1), the transcendental of b_relu; items/s = acos/s.
 void libm_acos(benchmark::State& state) {
   vector x(1024), y(1024);
@@ -238,6 +283,9 @@ void register_rates() {
     benchmark::RegisterBenchmark(("eigen/gemv/m:" + std::to_string(m)).c_str(),
                                  [m](benchmark::State& st) { eigen_gemv(st, m); });
   }
+  register_fixed_rates<2>();
+  register_fixed_rates<4>();
+  register_fixed_rates<8>();
   benchmark::RegisterBenchmark("libm/acos", libm_acos);
 }
 

@@ -155,14 +155,15 @@ void relu_gram(const matrix& l_factor, int width, reduced_kind kind, std::uint64
   chunk.resize(m, cols);
   h.resize(m, cols);
   out.setZero(m, m);
-  const auto sigma = [s_plus, s_minus](double x) { return x > 0.0 ? s_plus * x : s_minus * x; };
   for (int start = 0, j = 0; start < width; start += cols, ++j) {
     const int w = std::min(cols, width - start);
     // Column-major: the first w columns of `chunk` are its first m·w entries.
     stream.normals(random_domain::user, l, reduced_tag(kind, 0, static_cast<std::uint64_t>(j)),
                    chunk.data(), static_cast<std::ptrdiff_t>(m) * w);
     h.leftCols(w).noalias() = l_factor * chunk.leftCols(w);
-    h.leftCols(w) = h.leftCols(w).unaryExpr(sigma);
+    // σ_s(x) = s₊ max(x, 0) + s₋ min(x, 0): exactly s₊x or s₋x (the other term is a zero), and
+    // branch-free, so it vectorises (a branch on the sign of a normal mispredicts half the time).
+    h.leftCols(w) = s_plus * h.leftCols(w).cwiseMax(0.0) + s_minus * h.leftCols(w).cwiseMin(0.0);
     out.noalias() += h.leftCols(w) * h.leftCols(w).transpose();
   }
 }

@@ -143,3 +143,33 @@ TEST_CASE("psd_checker::project returns the smallest eigenvalue before projectio
   CHECK(std::abs((v - a).norm() - 0.5) <= 64 * 3 * eps * 1.5);
   CHECK(checker.check(v).status != psd_status::outside);
 }
+
+TEST_CASE_TEMPLATE("small_cholesky: L Lᵀ = V to round-off, as Eigen's LLT; refuses indefinite and NaN V", M,
+                   Eigen::Matrix2d, Eigen::Matrix4d, ncsde::square_matrix<8>) {
+  constexpr int m = M::RowsAtCompileTime;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const M v = support::random_spd<M>(m, seed);
+    M l;
+    REQUIRE(ncsde::detail::small_cholesky(v, l));
+    // Backward error of Cholesky: |L Lᵀ − V| ≤ c m ε |V| (c = 4 headroom); the factor itself is the
+    // unique one with positive diagonal, so it equals Eigen's to the same order (times cond(V) ≤ 10³).
+    CHECK((l * l.transpose() - v).norm() <= 4 * m * eps * v.norm());
+    CHECK(l.template triangularView<Eigen::StrictlyUpper>().toDenseMatrix().isZero(0.0));
+    const Eigen::LLT<M> llt(v);
+    CHECK((l - M(llt.matrixL())).norm() <= 1e3 * 4 * m * eps * l.norm());
+    // The checker classifies by the same factorisation and hands out this factor.
+    ncsde::basic_psd_checker<M> checker;
+    REQUIRE(checker.check(v).status == psd_status::positive_definite);
+    CHECK(checker.cholesky_factor() == l);
+  }
+  M indefinite = M::Identity();
+  indefinite(m - 1, m - 1) = -1e-3;
+  M l;
+  CHECK_FALSE(ncsde::detail::small_cholesky(indefinite, l));
+  M singular = M::Zero();
+  CHECK_FALSE(ncsde::detail::small_cholesky(singular, l));
+  M with_nan = M::Identity();
+  with_nan(m - 1, 0) = nan_value;
+  with_nan(0, m - 1) = nan_value;
+  CHECK_FALSE(ncsde::detail::small_cholesky(with_nan, l));
+}
