@@ -13,13 +13,25 @@ namespace {
 
 constexpr const char* where = "literal_network";
 
-/// An r×c matrix of iid N(0, scale²) normals from counter (user, l, tag).
-matrix gaussian(const random_stream& stream, std::uint64_t l, std::uint64_t tag, int rows, int cols,
-                double scale) {
-  matrix w(rows, cols);
+/// w = an r×c matrix of iid N(0, scale²) normals from counter (user, l, tag). w is resized only when
+/// its shape changes, so a weight buffer reused across layers is allocated once.
+const matrix& gaussian(matrix& w, const random_stream& stream, std::uint64_t l, std::uint64_t tag,
+                       int rows, int cols, double scale) {
+  w.resize(rows, cols);
   stream.normals(random_domain::user, l, tag, w.data(), w.size());
   if (scale != 1.0) w *= scale;
   return w;
+}
+
+/// Per-thread weight buffers (n×n and n×r·n matrices: megabytes at n = 512). Allocating them afresh
+/// on every layer costs page faults that at n = 512 exceeded the layer's arithmetic 10× (bench).
+struct weight_buffers {
+  matrix query, key, value, output, pre, post;  ///< one per role: their shapes differ (n_k, r·n)
+};
+
+weight_buffers& local_weights() {
+  thread_local weight_buffers buffers;
+  return buffers;
 }
 
 }  // namespace
@@ -158,10 +170,13 @@ matrix literal_network::initial_state(const matrix& v0, const random_stream& str
 void literal_network::relu_branch(const matrix& x, std::uint64_t l, const random_stream& stream,
                                   matrix& y) const {
   const double inv_root_n = 1.0 / std::sqrt(static_cast<double>(m_n));
-  const matrix w_pre = gaussian(stream, l, weight_tag(weight_kind::pre), m_n, m_hidden, 1.0);
+  weight_buffers& wb = local_weights();
+  const matrix& w_pre =
+      gaussian(wb.pre, stream, l, weight_tag(weight_kind::pre), m_n, m_hidden, 1.0);
   matrix h = (x * w_pre) * inv_root_n;
   h = h.unaryExpr([this](double z) { return sigma(z); });
-  const matrix w_post = gaussian(stream, l, weight_tag(weight_kind::post), m_hidden, m_n, 1.0);
+  const matrix& w_post =
+      gaussian(wb.post, stream, l, weight_tag(weight_kind::post), m_hidden, m_n, 1.0);
   y.noalias() = h * w_post;
   y *= std::sqrt(m_c / m_hidden);
 }
@@ -172,6 +187,7 @@ void literal_network::attention_branch(const matrix& x, std::uint64_t l,
   const double inv_root_n = 1.0 / std::sqrt(static_cast<double>(m_n));
   const bool projected = m_params.output_projection;
   const int value_width = projected ? m_n / heads : m_n;
+  weight_buffers& wb = local_weights();
   matrix a;
   matrix concat;
   if (projected)
@@ -179,15 +195,16 @@ void literal_network::attention_branch(const matrix& x, std::uint64_t l,
   else
     y.setZero(m_m, m_n);
   for (int h = 0; h < heads; ++h) {
-    const matrix w_q =
-        gaussian(stream, l, weight_tag(weight_kind::query, h), m_n, m_n_k, inv_root_n);
-    const matrix w_k = gaussian(stream, l, weight_tag(weight_kind::key, h), m_n, m_n_k, inv_root_n);
+    const matrix& w_q =
+        gaussian(wb.query, stream, l, weight_tag(weight_kind::query, h), m_n, m_n_k, inv_root_n);
+    const matrix& w_k =
+        gaussian(wb.key, stream, l, weight_tag(weight_kind::key, h), m_n, m_n_k, inv_root_n);
     const matrix q = x * w_q;
     const matrix k = x * w_k;
     const matrix s = (q * k.transpose()) / m_tau;
     attention_matrix(s, m_params.causal, a, m_form);
-    const matrix w_v =
-        gaussian(stream, l, weight_tag(weight_kind::value, h), m_n, value_width, 1.0);
+    const matrix& w_v =
+        gaussian(wb.value, stream, l, weight_tag(weight_kind::value, h), m_n, value_width, 1.0);
     const matrix head_out = (a * (x * w_v)) * inv_root_n;
     if (projected)
       concat.middleCols(h * value_width, value_width) = head_out;
@@ -195,7 +212,8 @@ void literal_network::attention_branch(const matrix& x, std::uint64_t l,
       y += head_out;
   }
   if (projected) {
-    const matrix w_o = gaussian(stream, l, weight_tag(weight_kind::output), m_n, m_n, 1.0);
+    const matrix& w_o =
+        gaussian(wb.output, stream, l, weight_tag(weight_kind::output), m_n, m_n, 1.0);
     y.noalias() = concat * w_o;
     y *= inv_root_n;
   } else if (heads > 1) {
@@ -208,7 +226,8 @@ void literal_network::step(matrix& x, std::uint64_t l, const random_stream& stre
   matrix y;
   switch (m_arch) {
     case models::architecture::mlp: {
-      const matrix w = gaussian(stream, l, weight_tag(weight_kind::mlp), m_n, m_n, 1.0);
+      const matrix& w =
+          gaussian(local_weights().pre, stream, l, weight_tag(weight_kind::mlp), m_n, m_n, 1.0);
       matrix h = x * w;
       x = std::sqrt(m_c / m_n) * h.unaryExpr([this](double z) { return sigma(z); });
       return;
