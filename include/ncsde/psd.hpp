@@ -64,6 +64,22 @@ bool small_cholesky(const square_matrix<M>& v, square_matrix<M>& l) {
   return true;
 }
 
+/// The Cholesky factor L (lower, L Lᵀ = V) as the check and the models' factorisations compute it,
+/// so that a factor handed from one to the other is the one the other would compute, bit for bit:
+/// small_cholesky on compile-time sizes, Eigen::LLT (workspace `llt`, unused on fixed sizes) on
+/// ncsde::matrix. Returns false, with L unspecified, when V is not numerically positive definite.
+template <class State>
+bool cholesky_factor(const State& v, Eigen::LLT<State>& llt, State& l) {
+  if constexpr (State::RowsAtCompileTime != Eigen::Dynamic) {
+    return small_cholesky(v, l);
+  } else {
+    llt.compute(v);
+    if (llt.info() != Eigen::Success) return false;
+    l = llt.matrixL();
+    return true;
+  }
+}
+
 }  // namespace detail
 
 /// Reusable check on states of type State (ncsde::matrix or a square_matrix<M>): holds the
@@ -78,13 +94,7 @@ class basic_psd_checker {
     // Cholesky does not see NaN (its pivot test x <= 0 is false for NaN), so a non-finite V would
     // pass as positive definite: classify it before factorising.
     if (!v.allFinite()) return {psd_status::outside, std::numeric_limits<double>::quiet_NaN()};
-    if constexpr (fixed) {
-      m_factored = detail::small_cholesky(v, m_l);
-    } else {
-      m_llt.compute(v);
-      m_factored = m_llt.info() == Eigen::Success;
-      m_l_current = false;
-    }
+    m_factored = detail::cholesky_factor(v, m_llt, m_l);
     if (m_factored)
       return {psd_status::positive_definite, std::numeric_limits<double>::quiet_NaN()};
     m_eigen.compute(v, Eigen::EigenvaluesOnly);
@@ -95,16 +105,10 @@ class basic_psd_checker {
     return {status, lmin};
   }
 
-  /// The Cholesky factor L (lower, L Lᵀ = V) of the last check()'s V; valid only when that check
-  /// returned positive_definite. Fixed-size states: detail::small_cholesky; ncsde::matrix: Eigen::LLT.
-  const State& cholesky_factor() {
+  /// The Cholesky factor L (lower, L Lᵀ = V) of the last check()'s V (detail::cholesky_factor); valid
+  /// only when that check returned positive_definite.
+  const State& cholesky_factor() const {
     NCSDE_ASSERT(m_factored, "psd_checker::cholesky_factor: the last check found no Cholesky factor");
-    if constexpr (!fixed) {
-      if (!m_l_current) {
-        m_l = m_llt.matrixL();
-        m_l_current = true;
-      }
-    }
     return m_l;
   }
 
@@ -122,11 +126,9 @@ class basic_psd_checker {
   }
 
  private:
-  static constexpr bool fixed = State::RowsAtCompileTime != Eigen::Dynamic;
   Eigen::LLT<State> m_llt;  // ncsde::matrix states only
   State m_l;
   bool m_factored = false;
-  bool m_l_current = false;
   Eigen::SelfAdjointEigenSolver<State> m_eigen;
   State m_work;
   Eigen::Matrix<double, State::RowsAtCompileTime, 1> m_clipped;

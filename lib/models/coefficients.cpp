@@ -24,15 +24,19 @@ void product(Dst& dst, const A& a, const B& b) {
     dst.noalias() = a * b;
 }
 
-/// P V = V − 1 v̄ᵀ with v̄ the column means of V.
-matrix centre_rows(const matrix& v) {
-  const Eigen::RowVectorXd mean = v.colwise().mean();
-  return v.rowwise() - mean;
+/// out = P V = V − 1 v̄ᵀ with v̄ (in `mean`) the column means of V.
+template <int M>
+void centre_rows(const square_matrix<M>& v, Eigen::Matrix<double, 1, M>& mean,
+                 square_matrix<M>& out) {
+  mean = v.colwise().mean();
+  out = v.rowwise() - mean;
 }
 
 /// Φ = V P V P V = (PV)ᵀ V (PV) for symmetric V.
 matrix phi_full(const matrix& v) {
-  const matrix pv = centre_rows(v);
+  Eigen::RowVectorXd mean;
+  matrix pv;
+  centre_rows<Eigen::Dynamic>(v, mean, pv);
   return pv.transpose() * v * pv;
 }
 
@@ -45,7 +49,8 @@ matrix centre_prefix_rows(const matrix& v, int a) {
   return out;
 }
 
-void assert_square(const matrix& v, const char* message) {
+template <class Derived>
+void assert_square(const Eigen::MatrixBase<Derived>& v, const char* message) {
   NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, message);
 }
 
@@ -53,7 +58,7 @@ void assert_square(const matrix& v, const char* message) {
 
 template <int M>
 void b_relu(const square_matrix<M>& v, double c_plus, double c_minus, square_matrix<M>& out) {
-  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, "b_relu: V must be square");
+  assert_square(v, "b_relu: V must be square");
   const int m = static_cast<int>(v.rows());
   const double scale = (c_plus - c_minus) * (c_plus - c_minus) / (2.0 * std::numbers::pi);
   NCSDE_ASSERT(&out != &v, "b_relu: out must not be V");
@@ -79,7 +84,7 @@ void b_relu(const square_matrix<M>& v, double c_plus, double c_minus, square_mat
 template <int M>
 void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
            coefficient_workspace<M>& ws) {
-  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, "b_att: V must be square");
+  assert_square(v, "b_att: V must be square");
   const int m = static_cast<int>(v.rows());
   const double md = static_cast<double>(m);
   // PVP = V − 1v̄ᵀ − v̄1ᵀ + v̿ 11ᵀ (v̄ the row means, v̿ the grand mean).
@@ -110,7 +115,7 @@ void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
 template <int M>
 void b_causal(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
               coefficient_workspace<M>& ws) {
-  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, "b_causal: V must be square");
+  assert_square(v, "b_causal: V must be square");
   const int m = static_cast<int>(v.rows());
   // Prefix sums (0-indexed, inclusive): R(i, b) = Σ_{j≤b} V^{ij}, Π, Q2 over the leading blocks,
   // S2(a, b) = Σ_{i≤a} R(i, b)².
@@ -244,9 +249,7 @@ void noise_att(const square_matrix<M>& l, const square_matrix<M>& v, const squar
   square_matrix<M>& y = ws.m3;
   product<M>(lz, l, z);
   product<M>(zeta, lz, l.transpose());
-  // P V = V − 1 v̄ᵀ with v̄ the column means of V.
-  ws.r0 = v.colwise().mean();
-  pv = v.rowwise() - ws.r0;
+  centre_rows<M>(v, ws.r0, pv);
   product<M>(y, zeta, pv);
   y /= m * tau0;
   out = y + y.transpose();
@@ -294,16 +297,8 @@ void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matri
 
 template <int M>
 bool basic_psd_factor<M>::compute(const square_matrix<M>& v) {
-  NCSDE_ASSERT(v.rows() == v.cols() && v.rows() >= 1, "psd_factor: V must be square");
-  if constexpr (M != Eigen::Dynamic) {
-    if (ncsde::detail::small_cholesky(v, m_l)) return true;
-  } else {
-    m_llt.compute(v);
-    if (m_llt.info() == Eigen::Success) {
-      m_l = m_llt.matrixL();
-      return true;
-    }
-  }
+  assert_square(v, "psd_factor: V must be square");
+  if (ncsde::detail::cholesky_factor(v, m_llt, m_l)) return true;
   m_eigen.compute(v, Eigen::ComputeEigenvectors);
   m_l = m_eigen.eigenvectors() * m_eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal();
   return false;

@@ -19,6 +19,7 @@
 #include "ncsde/models/shaped.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "support/model_wrappers.hpp"
 
 namespace {
 std::atomic<long long> g_allocations{0};
@@ -81,17 +82,7 @@ using ncsde::matrix;
 using ncsde::vector;
 namespace models = ncsde::models;
 
-/// The covariance SDE seen through dynamic-size coefficients only: integrate() steps it on
-/// ncsde::matrix whatever m (the path of user SDEs that accept only dynamic matrices).
-struct dynamic_only {
-  models::covariance_sde sde;
-  int noise_dimension(int m) const { return sde.noise_dimension(m); }
-  void drift(const matrix& v, matrix& out, double t) const { sde.drift(v, out, t); }
-  void diffusion(const matrix& v, const vector& xi, matrix& out, double t) const {
-    sde.diffusion(v, xi, out, t);
-  }
-};
-static_assert(!ncsde::Sde<dynamic_only, ncsde::square_matrix<3>>);
+using support::dynamic_only;
 
 struct model_case {
   const char* name;

@@ -17,6 +17,7 @@
 #include "ncsde/random.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "support/model_wrappers.hpp"
 #include "support/random_matrices.hpp"
 
 namespace {
@@ -28,16 +29,7 @@ namespace models = ncsde::models;
 
 constexpr double eps = std::numeric_limits<double>::epsilon();
 
-/// The covariance SDE through its dynamic-size coefficients only (a user SDE without fixed-size
-/// overloads): integrate() runs it on ncsde::matrix for every m.
-struct dynamic_only {
-  models::covariance_sde sde;
-  int noise_dimension(int m) const { return sde.noise_dimension(m); }
-  void drift(const matrix& v, matrix& out, double t) const { sde.drift(v, out, t); }
-  void diffusion(const matrix& v, const vector& xi, matrix& out, double t) const {
-    sde.diffusion(v, xi, out, t);
-  }
-};
+using support::dynamic_only;
 
 struct model_case {
   const char* name;
