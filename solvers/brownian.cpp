@@ -1,5 +1,7 @@
 #include "ncsde/brownian.hpp"
 
+#include <bit>
+
 #include "ncsde/error.hpp"
 
 namespace ncsde {
@@ -41,6 +43,53 @@ void brownian_grid::increment(long long first, long long count, bool with_iterat
     out.iterated.noalias() +=
         (m_w.col(i) - m_w.col(first)) * (m_w.col(i + 1) - m_w.col(i)).transpose();
   }
+}
+
+grid_brownian_source::grid_brownian_source(const brownian_grid& grid, long long ratio)
+    : m_grid(&grid), m_ratio(ratio) {
+  if (ratio < 1 || grid.fine_steps() % ratio != 0)
+    throw_invalid_argument("grid_brownian_source", "ratio", ratio,
+                           fmt::format("a divisor of the {} fine steps", grid.fine_steps()));
+}
+
+namespace {
+const brownian_grid& non_null(const std::shared_ptr<const brownian_grid>& grid) {
+  if (!grid) throw_invalid("grid_brownian_source", "grid must not be null");
+  return *grid;
+}
+}  // namespace
+
+grid_brownian_source::grid_brownian_source(std::shared_ptr<const brownian_grid> grid,
+                                           long long ratio)
+    : grid_brownian_source(non_null(grid), ratio) {
+  m_owner = std::move(grid);
+}
+
+void grid_brownian_source::increment(std::uint64_t step, double dt, bool with_iterated,
+                                     noise_increment& out) const {
+  const double expected = static_cast<double>(m_ratio) * m_grid->fine_dt();
+  if (!(std::abs(dt - expected) <= 1e-9 * expected))
+    throw_invalid_argument(
+        "grid_brownian_source::increment", "dt", dt,
+        fmt::format("{} fine steps of {} = {}", m_ratio, m_grid->fine_dt(), expected));
+  m_grid->coarse_increment(static_cast<long long>(step), m_ratio, with_iterated, out);
+}
+
+void grid_brownian_source::split(const noise_increment&, std::uint64_t step, std::uint64_t node,
+                                 bool with_iterated, noise_increment& left,
+                                 noise_increment& right) const {
+  // Node n (heap numbering, 1 = the whole step) is piece n − 2^d of 2^d at depth d = ⌊log₂ n⌋.
+  const int depth = std::bit_width(node) - 1;
+  const long long pieces = 1LL << depth;
+  const long long count = m_ratio / pieces;
+  if (m_ratio % pieces != 0 || count < 2 || count % 2 != 0)
+    throw_invalid_argument("grid_brownian_source::split", "fine steps in the piece",
+                           m_ratio % pieces == 0 ? count : 0,
+                           "even and >= 2 (the grid cannot be refined further)");
+  const long long first = static_cast<long long>(step) * m_ratio +
+                          static_cast<long long>(node - static_cast<std::uint64_t>(pieces)) * count;
+  m_grid->increment(first, count / 2, with_iterated, left);
+  m_grid->increment(first + count / 2, count / 2, with_iterated, right);
 }
 
 }  // namespace ncsde

@@ -41,53 +41,50 @@ const std::vector<convergence_scheme>& all_convergence_schemes() {
 
 std::string_view to_string(error_kind k) { return k == error_kind::strong ? "strong" : "weak"; }
 
-double expected_order(convergence_scheme s, error_kind k, bool commutative_noise) {
+std::string_view to_string(noise_class c) {
+  switch (c) {
+    case noise_class::general: return "general";
+    case noise_class::commutative: return "commutative";
+    case noise_class::additive: return "additive";
+  }
+  return "?";
+}
+
+double expected_order(convergence_scheme s, error_kind k, noise_class noise) {
   if (k == error_kind::weak) return 1.0;
   switch (s) {
     case convergence_scheme::em:
-      return 0.5;
+      return noise == noise_class::additive ? 1.0 : 0.5;
     case convergence_scheme::milstein:
       return 1.0;
     case convergence_scheme::milstein_commutative:
-      return commutative_noise ? 1.0 : 0.5;
+      return noise == noise_class::general ? 0.5 : 1.0;
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-// ---- grid_brownian_source ----
-
-grid_brownian_source::grid_brownian_source(const brownian_grid& grid, long long ratio)
-    : m_grid(grid), m_ratio(ratio) {
-  if (ratio < 1 || grid.fine_steps() % ratio != 0)
-    throw_invalid_argument("grid_brownian_source", "ratio", ratio,
-                           fmt::format("a divisor of the {} fine steps", grid.fine_steps()));
+double expected_order(convergence_scheme s, error_kind k, bool commutative_noise) {
+  return expected_order(s, k, commutative_noise ? noise_class::commutative : noise_class::general);
 }
 
-void grid_brownian_source::increment(std::uint64_t step, double dt, bool with_iterated,
-                                     noise_increment& out) const {
-  const double expected = static_cast<double>(m_ratio) * m_grid.fine_dt();
-  if (!(std::abs(dt - expected) <= 1e-9 * expected))
-    throw_invalid_argument(
-        "grid_brownian_source::increment", "dt", dt,
-        fmt::format("{} fine steps of {} = {}", m_ratio, m_grid.fine_dt(), expected));
-  m_grid.coarse_increment(static_cast<long long>(step), m_ratio, with_iterated, out);
+strong_error_measure component_error(int a, int b) {
+  if (a < 0) throw_invalid_argument("component_error", "a", a, ">= 0 (indices are 0-based)");
+  if (b < 0) throw_invalid_argument("component_error", "b", b, ">= 0 (indices are 0-based)");
+  return {fmt::format("|X{}{} - ref|", a + 1, b + 1), [a, b](const matrix& x, const matrix& ref) {
+            if (a >= x.rows() || b >= x.cols())
+              throw invalid_argument(fmt::format(
+                  "component_error({}, {}): the entry is outside a {}×{} state (0-based)", a, b,
+                  x.rows(), x.cols()));
+            return std::abs(x(a, b) - ref(a, b));
+          }};
 }
 
-void grid_brownian_source::split(const noise_increment&, std::uint64_t step, std::uint64_t node,
-                                 bool with_iterated, noise_increment& left,
-                                 noise_increment& right) const {
-  // Node n (heap numbering, 1 = the whole step) is piece n − 2^d of 2^d at depth d = ⌊log₂ n⌋.
-  const int depth = std::bit_width(node) - 1;
-  const long long pieces = 1LL << depth;
-  const long long count = m_ratio / pieces;
-  if (m_ratio % pieces != 0 || count < 2 || count % 2 != 0)
-    throw_invalid_argument("grid_brownian_source::split", "fine steps in the piece",
-                           m_ratio % pieces == 0 ? count : 0,
-                           "even and >= 2 (the grid cannot be refined further)");
-  const long long first = static_cast<long long>(step) * m_ratio +
-                          static_cast<long long>(node - static_cast<std::uint64_t>(pieces)) * count;
-  m_grid.increment(first, count / 2, with_iterated, left);
-  m_grid.increment(first + count / 2, count / 2, with_iterated, right);
+strong_error_measure functional_error(functional f) {
+  if (!f.f) throw_invalid("functional_error", fmt::format("functional '{}' has no function", f.name));
+  std::string name = fmt::format("|{} - ref|", f.name);
+  return {std::move(name), [g = std::move(f.f)](const matrix& x, const matrix& ref) {
+            return std::abs(g(x) - g(ref));
+          }};
 }
 
 namespace detail {
@@ -95,11 +92,12 @@ namespace detail {
 convergence_plan make_convergence_plan(const std::string& name, double t0, double t_end,
                                        int first_level, int levels, long long paths,
                                        long long weak_paths, int reference_ratio, int control_ratio,
-                                       bool exact, bool commutative_noise, bool has_euler_weak,
+                                       bool exact, noise_class noise, bool has_euler_weak,
                                        bool has_weak_functional, bool has_weak_value,
                                        const convergence_options& opt) {
   const std::string where = "convergence (" + name + ")";
   convergence_plan plan;
+  plan.derivative = opt.derivative;
   if (opt.paths < 0 || opt.paths == 1)
     throw_invalid_argument(where, "paths", opt.paths, ">= 2 (or 0 for the problem's default)");
   plan.paths = opt.paths == 0 ? paths : opt.paths;
@@ -147,7 +145,7 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
     const bool em_martingale = plan.schemes[s] == convergence_scheme::em && plan.martingale;
     if (!em_martingale) plan.control = true;
     if (!em_martingale &&
-        expected_order(plan.schemes[s], error_kind::strong, commutative_noise) < 1.0)
+        expected_order(plan.schemes[s], error_kind::strong, noise) < 1.0)
       plan.extended.push_back(static_cast<int>(s));
   }
   if (plan.control && !exact && !has_euler_weak)
@@ -184,9 +182,10 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
 }
 
 std::vector<convergence_series> summarize_convergence(
-    const std::string& name, bool commutative_noise, const convergence_plan& plan,
+    const std::string& name, noise_class noise, const convergence_plan& plan,
     const std::vector<double>& values, const std::vector<double>& extended,
-    const std::vector<long long>& exits, const std::vector<double>& weak_offsets,
+    const std::vector<long long>& exits, const std::vector<long long>& extended_exits,
+    const std::vector<double>& weak_offsets, const std::string& error_measure,
     const std::string& reference, const std::string& functional_name,
     const convergence_options& opt, double seconds) {
   const int per_path = plan.values_per_path();
@@ -203,7 +202,6 @@ std::vector<convergence_series> summarize_convergence(
       const auto ext = std::find(plan.extended.begin(), plan.extended.end(), static_cast<int>(s));
       const bool extended_series = kind == error_kind::weak && ext != plan.extended.end();
       const long long paths = extended_series ? plan.weak_paths : plan.paths;
-      const double n = static_cast<double>(paths);
       convergence_series r;
       r.problem = name;
       r.scheme = plan.schemes[s];
@@ -213,34 +211,51 @@ std::vector<convergence_series> summarize_convergence(
       r.reference = reference;
       if (kind == error_kind::weak) r.functional = functional_name;
       r.seconds = seconds;
+      if (kind == error_kind::strong) r.error_measure = error_measure;
+      const std::size_t ext_index =
+          extended_series ? static_cast<std::size_t>(ext - plan.extended.begin()) : 0;
       for (long long p = 0; p < plan.paths; ++p)
         r.cone_exits += exits[static_cast<std::size_t>(p) * ns + s];
-      for (int l = 0; l < plan.levels; ++l) {
+      if (extended_series)
+        for (long long p = plan.paths; p < paths; ++p)
+          r.cone_exits += extended_exits[static_cast<std::size_t>(p - plan.paths) *
+                                             plan.extended.size() +
+                                         ext_index];
+      auto value = [&](long long p, int l) {
         const std::size_t offset =
             (s * static_cast<std::size_t>(plan.levels) + static_cast<std::size_t>(l)) * 2 +
             static_cast<std::size_t>(kind_index);
-        const std::size_t ext_offset = extended_series
-                                           ? static_cast<std::size_t>(ext - plan.extended.begin()) *
-                                                     static_cast<std::size_t>(plan.levels) +
-                                                 static_cast<std::size_t>(l)
-                                           : 0;
-        auto value = [&](long long p) {
-          return p < plan.paths
-                     ? values[static_cast<std::size_t>(p) * static_cast<std::size_t>(per_path) +
-                              offset]
-                     : extended[static_cast<std::size_t>(p - plan.paths) *
-                                    static_cast<std::size_t>(per_extended) +
-                                ext_offset];
-        };
+        return p < plan.paths
+                   ? values[static_cast<std::size_t>(p) * static_cast<std::size_t>(per_path) +
+                            offset]
+                   : extended[static_cast<std::size_t>(p - plan.paths) *
+                                  static_cast<std::size_t>(per_extended) +
+                              ext_index * static_cast<std::size_t>(plan.levels) +
+                              static_cast<std::size_t>(l)];
+      };
+      // A path whose run at some level (or whose reference) did not reach T has NaN values: it is
+      // left out of every level of this series, so that all levels average over the same paths.
+      std::vector<char> included(static_cast<std::size_t>(paths), 1);
+      for (long long p = 0; p < paths; ++p)
+        for (int l = 0; l < plan.levels; ++l)
+          if (std::isnan(value(p, l))) {
+            included[static_cast<std::size_t>(p)] = 0;
+            ++r.failed_paths;
+            break;
+          }
+      const double n = static_cast<double>(paths - r.failed_paths);
+      for (int l = 0; l < plan.levels; ++l) {
         // Two passes in path order: the same sums whatever the number of threads.
         double sum = 0.0;
-        for (long long p = 0; p < paths; ++p) sum += value(p);
+        for (long long p = 0; p < paths; ++p)
+          if (included[static_cast<std::size_t>(p)]) sum += value(p, l);
         const double mean = sum / n;
         double ss = 0.0;
-        for (long long p = 0; p < paths; ++p) {
-          const double d = value(p) - mean;
-          ss += d * d;
-        }
+        for (long long p = 0; p < paths; ++p)
+          if (included[static_cast<std::size_t>(p)]) {
+            const double d = value(p, l) - mean;
+            ss += d * d;
+          }
         r.dts.push_back(plan.span / static_cast<double>(1LL << (plan.first_level + l)));
         r.errors.push_back(kind == error_kind::strong ? mean : std::abs(mean + weak_offsets[s]));
         r.errors_stderr.push_back(std::sqrt(ss / (n - 1) / n));
@@ -263,7 +278,7 @@ std::vector<convergence_series> summarize_convergence(
         r.fit.slope = r.fit.slope_stderr = r.fit.ci_low = r.fit.ci_high = r.fit.intercept = nan;
         r.fit.points = plan.levels;
       }
-      r.expected = expected_order(r.scheme, kind, commutative_noise);
+      r.expected = expected_order(r.scheme, kind, noise);
       r.tolerance = kind == error_kind::strong ? opt.strong_tolerance : opt.weak_tolerance;
       r.pass = std::abs(r.fit.slope - r.expected) <= r.tolerance;
       out.push_back(std::move(r));
@@ -477,6 +492,10 @@ std::string convergence_json(const std::vector<convergence_series>& series, int 
     o["errors"] = numbers(s.errors);
     o["errors_stderr"] = numbers(s.errors_stderr);
     o["cone_exits"] = s.cone_exits;
+    // Present only where they say something, so that a study without failures or a custom measure
+    // keeps the document it always had.
+    if (s.failed_paths > 0) o["failed_paths"] = s.failed_paths;
+    if (!s.error_measure.empty()) o["error_measure"] = s.error_measure;
     o["reference"] = s.reference;
     if (s.kind == error_kind::weak) o["functional"] = s.functional;
     o["seconds"] = number(s.seconds);

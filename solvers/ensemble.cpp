@@ -7,16 +7,44 @@
 
 namespace ncsde {
 
+namespace {
+
+void require_index(std::string_view where, std::string_view name, int index) {
+  if (index < 0) throw_invalid_argument(where, name, index, ">= 0 (indices are 0-based)");
+}
+
+}  // namespace
+
 functional correlation_functional(int a, int b) {
-  return {fmt::format("rho{}{}", a + 1, b + 1), [a, b](const matrix& v) {
-            const double d = std::sqrt(std::max(v(a, a), 0.0) * std::max(v(b, b), 0.0));
-            if (!(d > 0)) return 0.0;
-            return std::clamp(v(a, b) / d, -1.0, 1.0);
-          }};
+  require_index("correlation_functional", "a", a);
+  require_index("correlation_functional", "b", b);
+  functional f{fmt::format("rho{}{}", a + 1, b + 1), [a, b](const matrix& v) {
+                 const double d = std::sqrt(std::max(v(a, a), 0.0) * std::max(v(b, b), 0.0));
+                 if (!(d > 0)) return 0.0;
+                 return std::clamp(v(a, b) / d, -1.0, 1.0);
+               }};
+  f.check_shape = [a, b](Eigen::Index rows, Eigen::Index cols) {
+    const Eigen::Index n = std::min(rows, cols);
+    if (std::max(a, b) >= n)
+      throw invalid_argument(fmt::format(
+          "correlation_functional({}, {}): the indices must be < {} for a {}×{} state (0-based; "
+          "it reads the diagonal entries ({}, {}) and ({}, {}))",
+          a, b, n, rows, cols, a, a, b, b));
+  };
+  return f;
 }
 
 functional entry_functional(int a, int b) {
-  return {fmt::format("V{}{}", a + 1, b + 1), [a, b](const matrix& v) { return v(a, b); }};
+  require_index("entry_functional", "a", a);
+  require_index("entry_functional", "b", b);
+  functional f{fmt::format("V{}{}", a + 1, b + 1), [a, b](const matrix& v) { return v(a, b); }};
+  f.check_shape = [a, b](Eigen::Index rows, Eigen::Index cols) {
+    if (a >= rows || b >= cols)
+      throw invalid_argument(fmt::format(
+          "entry_functional({}, {}): the entry is outside a {}×{} state (indices are 0-based)", a,
+          b, rows, cols));
+  };
+  return f;
 }
 
 double ensemble_result::blown_up_stderr() const {
@@ -79,6 +107,11 @@ void validate_ensemble_options(const ensemble_options& opt) {
     if (!(q >= 0 && q <= 1)) throw_invalid_argument("ensemble", "quantile level", q, "in [0, 1]");
   for (const auto& f : opt.functionals)
     if (!f.f) throw_invalid("ensemble", fmt::format("functional '{}' has no function", f.name));
+}
+
+void validate_functionals(const ensemble_options& opt, const state_layout& layout) {
+  for (const auto& f : opt.functionals)
+    if (f.check_shape) f.check_shape(layout.rows, layout.cols);
 }
 
 int resolve_threads(int requested) {

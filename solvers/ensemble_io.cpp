@@ -38,24 +38,22 @@ json moments_json(const moments& mo) {
   return j;
 }
 
-std::string entry_names(int m) {
-  std::string s;
-  for (int a = 1; a <= m; ++a)
-    for (int b = a; b <= m; ++b) s += fmt::format(",V{}{}", a, b);
-  return s;
+/// The result's layout; a result assembled by hand without one is an m×m cone state.
+state_layout layout_of(const ensemble_result& r) {
+  if (r.layout.rows > 0) return r.layout;
+  return {state_space::psd_cone, r.m, r.m, false};
 }
 
-json entry_names_json(int m) {
-  json a = json::array();
-  for (int i = 1; i <= m; ++i)
-    for (int j = i; j <= m; ++j) a.push_back(fmt::format("V{}{}", i, j));
-  return a;
+std::string entry_names(const ensemble_result& r) {
+  std::string s;
+  for (const std::string& name : layout_of(r).names()) s += "," + name;
+  return s;
 }
 
 }  // namespace
 
 void write_csv(const ensemble_result& r, std::ostream& out) {
-  out << "path,status,t_stop" << entry_names(r.m) << '\n';
+  out << "path,status,t_stop" << entry_names(r) << '\n';
   for (const path_record& rec : r.records) {
     out << rec.path << ',' << to_string(rec.status) << ',' << fmt::format("{:.17g}", rec.t_stop);
     for (Eigen::Index i = 0; i < rec.packed.size(); ++i) out << ',' << fmt::format("{:.17g}", rec.packed(i));
@@ -64,7 +62,7 @@ void write_csv(const ensemble_result& r, std::ostream& out) {
 }
 
 void write_saved_csv(const ensemble_result& r, std::ostream& out) {
-  out << "path,t" << entry_names(r.m) << '\n';
+  out << "path,t" << entry_names(r) << '\n';
   for (const path_record& rec : r.records)
     for (std::size_t j = 0; j < rec.saved.size(); ++j) {
       out << rec.path << ',' << fmt::format("{:.17g}", r.save_times[j]);
@@ -78,6 +76,13 @@ std::string summary_json(const ensemble_result& r, int indent) {
   json j;
   j["scheme"] = r.scheme;
   j["m"] = r.m;
+  const state_layout layout = layout_of(r);
+  if (layout.space != state_space::psd_cone) {
+    // Cone runs keep the document they always had; other spaces say what their states are.
+    j["state_space"] = std::string(to_string(layout.space));
+    j["shape"] = layout.vector_state ? json::array({layout.rows})
+                                     : json::array({layout.rows, layout.cols});
+  }
   j["t0"] = r.t0;
   j["T"] = r.t_end;
   j["dt"] = r.dt;
@@ -101,7 +106,7 @@ std::string summary_json(const ensemble_result& r, int indent) {
   pd["paths_with_violations"] = r.paths_with_violations;
   pd["min_eigenvalue"] = number(r.pd.min_eigenvalue);
   j["pd"] = pd;
-  j["entries"] = entry_names_json(r.m);
+  j["entries"] = layout.names();
   j["terminal_completed"] = moments_json(r.terminal);
   j["at_stop"] = moments_json(r.at_stop);
   json saved = json::array();
@@ -132,19 +137,35 @@ std::string summary_json(const ensemble_result& r, int indent) {
 
 std::string summary_table(const ensemble_result& r) {
   std::string s;
-  s += fmt::format("scheme {}  m = {}  T = {}  dt = {}  paths = {}  seed = {}  threads = {}  ({:.2f} s)\n",
-                   r.scheme, r.m, r.t_end, r.dt, r.paths, r.seed, r.threads, r.seconds);
+  const state_layout layout = layout_of(r);
+  if (layout.space == state_space::psd_cone)
+    s += fmt::format("scheme {}  m = {}  T = {}  dt = {}  paths = {}  seed = {}  threads = {}  ({:.2f} s)\n",
+                     r.scheme, r.m, r.t_end, r.dt, r.paths, r.seed, r.threads, r.seconds);
+  else
+    s += fmt::format(
+        "scheme {}  state {}×{} ({})  T = {}  dt = {}  paths = {}  seed = {}  threads = {}  ({:.2f} s)\n",
+        r.scheme, layout.rows, layout.cols, to_string(layout.space), r.t_end, r.dt, r.paths, r.seed,
+        r.threads, r.seconds);
   s += fmt::format("completed {}  stopped {}  blown up {} ({:.4f} ± {:.4f})\n", r.completed, r.stopped,
                    r.blown_up, r.blown_up_fraction(), r.blown_up_stderr());
-  s += fmt::format("cone: violations {}  projected {}  refined {}  boundary {}  paths with violations {}\n",
-                   r.pd.violations, r.pd.projected, r.pd.refined, r.pd.boundary, r.paths_with_violations);
+  if (layout.space == state_space::psd_cone)
+    s += fmt::format("cone: violations {}  projected {}  refined {}  boundary {}  paths with violations {}\n",
+                     r.pd.violations, r.pd.projected, r.pd.refined, r.pd.boundary, r.paths_with_violations);
   if (r.terminal.count() > 0) {
     s += "entry      mean(completed)        stderr\n";
     const vector se = r.terminal.standard_error();
-    int i = 0;
-    for (int a = 1; a <= r.m; ++a)
-      for (int b = a; b <= r.m; ++b, ++i)
-        s += fmt::format("V{}{:<6} {:>16.8g} {:>14.3g}\n", a, b, r.terminal.mean()(i), se(i));
+    if (is_symmetric_space(layout.space)) {
+      int i = 0;
+      for (int a = 1; a <= r.m; ++a)
+        for (int b = a; b <= r.m; ++b, ++i)
+          s += fmt::format("V{}{:<6} {:>16.8g} {:>14.3g}\n", a, b, r.terminal.mean()(i), se(i));
+    } else {
+      const std::vector<std::string> names = layout.names();
+      for (std::size_t i = 0; i < names.size(); ++i)
+        s += fmt::format("{:<8} {:>16.8g} {:>14.3g}\n", names[i],
+                         r.terminal.mean()(static_cast<Eigen::Index>(i)),
+                         se(static_cast<Eigen::Index>(i)));
+    }
   }
   for (const functional_summary& f : r.functionals) {
     s += fmt::format("{} quantiles (completed | all, blown-up = inf):\n", f.name);

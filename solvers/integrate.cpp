@@ -10,6 +10,7 @@ std::string_view to_string(pd_policy p) {
     case pd_policy::count: return "count";
     case pd_policy::project: return "project";
     case pd_policy::refine: return "refine";
+    case pd_policy::automatic: return "automatic";
   }
   return "?";
 }
@@ -19,8 +20,20 @@ pd_policy parse_pd_policy(std::string_view text, std::string_view param) {
   if (text == "count") return pd_policy::count;
   if (text == "project") return pd_policy::project;
   if (text == "refine") return pd_policy::refine;
-  throw invalid_argument(fmt::format("{} must be one of throw, count, project, refine (got '{}')",
-                                     param, text));
+  if (text == "automatic") return pd_policy::automatic;
+  throw invalid_argument(fmt::format(
+      "{} must be one of throw, count, project, refine, automatic (got '{}')", param, text));
+}
+
+pd_policy resolve_pd_policy(std::string_view where, state_space space, pd_policy policy) {
+  if (space == state_space::psd_cone)
+    return policy == pd_policy::automatic ? pd_policy::project : policy;
+  if (policy == pd_policy::automatic || policy == pd_policy::count) return pd_policy::count;
+  throw invalid_argument(fmt::format(
+      "{}: pd policy '{}' acts on the positive-semidefinite cone, but the problem's state space is "
+      "{} (the SDE declares no cone, so the policy could do nothing; use 'count' or the default "
+      "'automatic', or declare state_space::psd_cone in the SDE)",
+      where, to_string(policy), to_string(space)));
 }
 
 std::string_view to_string(path_status s) {
@@ -74,6 +87,30 @@ step_grid::step_grid(double t0_, double t_end_, double dt_, const std::vector<do
     save_steps.push_back(i);
   }
 }
+
+namespace detail {
+
+void validate_noise_dimension(std::string_view where, long long k, bool iterated) {
+  if (k < 1) throw_invalid_argument(where, "noise_dimension(m)", k, ">= 1");
+  if (k > max_noise_dimension)
+    throw_invalid_argument(where, "noise_dimension(m)", k,
+                           fmt::format("<= {} (one increment holds k doubles)", max_noise_dimension));
+  if (iterated && k > max_iterated_noise_dimension)
+    throw_invalid_argument(
+        where, "noise_dimension(m)", k,
+        fmt::format("<= {} for a scheme with iterated integrals (they form a k×k matrix per step)",
+                    max_iterated_noise_dimension));
+}
+
+void validate_source_dimension(std::string_view where, long long source_k, int k,
+                               long long path_index) {
+  if (source_k != k)
+    throw invalid_argument(fmt::format(
+        "{}: the noise source of path {} has dimension {}, but the SDE's noise_dimension is {}",
+        where, path_index, source_k, k));
+}
+
+}  // namespace detail
 
 void validate_options(const integrate_options& o) {
   if (!(o.dt > 0) || !std::isfinite(o.dt)) throw_invalid_argument("integrate", "dt", o.dt, "> 0 and finite");

@@ -21,6 +21,8 @@ namespace {
 /// Invariant: θ > 0, σ ≥ 0, M symmetric positive definite; checked in the constructor.
 class matrix_ou {
  public:
+  /// Symmetric matrices, not the cone: the OU process leaves it with positive probability.
+  static constexpr ncsde::state_space space = ncsde::state_space::symmetric;
   matrix_ou(double theta, double sigma, const ncsde::matrix& mean_level)
       : m_theta(theta), m_sigma(sigma), m_mean(mean_level) {
     if (!(theta > 0)) ncsde::throw_invalid_argument("matrix_ou", "theta", theta, "> 0");
@@ -69,7 +71,7 @@ int main() {
 
   ncsde::integrate_options io;
   io.dt = 0.01;
-  io.policy = ncsde::pd_policy::count;  // the unmodified scheme, whose mean is known exactly
+  // Not on the cone: the unmodified scheme, whose mean is known exactly, with nothing projected.
   ncsde::ensemble_options eo;
   eo.seed = 7;
   eo.paths = 4000;

@@ -363,6 +363,7 @@ sde_run sde_sample(const S& sde, const matrix& v0, double dt, std::uint64_t seed
 /// An alternative for the power study only.
 class doubled_covariance {
  public:
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   explicit doubled_covariance(shaped_activation_sde sde) : m_sde(std::move(sde)) {}
   int noise_dimension(int m) const { return m_sde.noise_dimension(m); }
   void drift(const matrix& v, matrix& out, double t) const { m_sde.drift(v, out, t); }

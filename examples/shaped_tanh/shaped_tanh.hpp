@@ -120,6 +120,8 @@ inline void validate_activation(std::string_view where, const smooth_activation&
 /// must not be shared between threads (ensembles copy it per thread).
 class shaped_activation_sde {
  public:
+  /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   struct params {
     double d2 = 0.0;   ///< σ''(0); finite
     double d3 = -2.0;  ///< σ'''(0); finite

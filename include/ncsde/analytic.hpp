@@ -35,6 +35,7 @@
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/noise.hpp"
+#include "ncsde/state_space.hpp"
 
 namespace ncsde::analytic {
 
@@ -84,6 +85,8 @@ class gram_factor {
 /// ncsde::invalid_argument.
 class gbm {
  public:
+  /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   struct params {
     double mu = 0.5;
     double sigma = 0.5;
@@ -124,6 +127,8 @@ class gbm {
 /// ncsde::invalid_argument.
 class hadamard_linear {
  public:
+  /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   hadamard_linear(matrix a, std::vector<matrix> b);
 
   /// The coefficients of V = x xᵀ summed over rank-one terms, for the diagonal linear SDE
@@ -170,6 +175,8 @@ class hadamard_linear {
 /// Invariant: A and the B_j square, of one size, finite; k ≥ 1. Throws ncsde::invalid_argument.
 class lifted_linear {
  public:
+  /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   lifted_linear(matrix a, std::vector<matrix> b);
 
   int size() const { return static_cast<int>(m_a.rows()); }
@@ -213,6 +220,8 @@ class lifted_linear {
 /// (covariance() = Σ_lin over packed pairs), to test the dense adapter against the structured map.
 class linear_covariance {
  public:
+  /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   int noise_dimension(int m) const { return m * m; }
   /// out = 0.
   void drift(const matrix& v, matrix& out, double t) const;
@@ -248,6 +257,8 @@ class linear_covariance {
 /// Invariant: p > 0 and finite. Throws ncsde::invalid_argument.
 class wishart {
  public:
+  /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   explicit wishart(double p);
 
   double degrees_of_freedom() const { return m_p; }

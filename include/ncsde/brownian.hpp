@@ -1,17 +1,21 @@
 #pragma once
-/// Sources of Brownian increments for one path.
+/// Sources of Brownian increments for one path: the NoiseSource concept and the library's sources.
 ///
 /// A source hands out the increment of step i (and, when the scheme needs them, the step's iterated
-/// integrals), and can split any increment it handed out into two halves by the Brownian bridge, so a
-/// refined step sees the same path: left + right = parent exactly. Two sources:
-///  - stream_brownian: increments drawn from the path's counter-based stream, keyed by step index
-///    (any step, any order, no storage);
-///  - brownian_grid (convergence studies): a path sampled on a fine uniform grid, fine iterated
-///    integrals included; a coarse step of r fine steps gets the summed increment and the iterated
-///    integrals combined by Chen's relation, I_(j,l)[s,u] = I_(j,l)[s,v] + I_(j,l)[v,u] + ΔW_j[s,v] ΔW_l[v,u],
-///    so every step size sees the same Brownian path *and* the same Lévy areas.
+/// integrals), and a bridged source can split any increment it handed out into two halves by the
+/// Brownian bridge, so a refined step sees the same path: left + right = parent exactly. Sources:
+///  - stream_brownian (the default of integrate() and run_ensemble()): increments drawn from the
+///    path's counter-based stream, keyed by step index (any step, any order, no storage);
+///  - brownian_grid: a path sampled on a fine uniform grid, fine iterated integrals included; a coarse
+///    step of r fine steps gets the summed increment and the iterated integrals combined by Chen's
+///    relation, I_(j,l)[s,u] = I_(j,l)[s,v] + I_(j,l)[v,u] + ΔW_j[s,v] ΔW_l[v,u], so every step size
+///    sees the same Brownian path *and* the same Lévy areas;
+///  - grid_brownian_source: a brownian_grid read at one coarse step size, as a NoiseSource: what a
+///    user's own strong-order study drives integrate() with, one source per step size over one path.
 #include <cmath>
+#include <concepts>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ncsde/concepts.hpp"
@@ -20,6 +24,31 @@
 #include "ncsde/random.hpp"
 
 namespace ncsde {
+
+/// Src hands out the Brownian increments of one path, step by step:
+///  - src.dimension() → k, the number of Brownian components (must equal the SDE's noise_dimension);
+///  - src.increment(step, dt, with_iterated, out): the increment of grid step `step` (0-based), of
+///    length dt, into out (noise_increment: dw with variance dt per component, and, when
+///    with_iterated, the step's iterated Itô integrals I_(j,l)). The engine asks for each step once,
+///    in order; a source may rely on that or, like stream_brownian, answer any step in any order.
+template <class Src>
+concept NoiseSource = requires(Src& src, std::uint64_t step, double dt, bool with_iterated,
+                               noise_increment& out) {
+  { src.dimension() } -> std::convertible_to<int>;
+  src.increment(step, dt, with_iterated, out);
+};
+
+/// A NoiseSource that can also halve an increment it handed out by the Brownian bridge (what the
+/// `refine` cone policy needs): src.split(parent, step, node, with_iterated, left, right) with
+/// left.dw + right.dw = parent.dw, left.dt = right.dt = parent.dt/2; `node` numbers the pieces of
+/// step `step` as a heap (1: the whole step; 2n, 2n + 1: the halves of piece n).
+template <class Src>
+concept BridgedNoiseSource =
+    NoiseSource<Src> && requires(Src& src, const noise_increment& parent, std::uint64_t step,
+                                 std::uint64_t node, bool with_iterated, noise_increment& left,
+                                 noise_increment& right) {
+      src.split(parent, step, node, with_iterated, left, right);
+    };
 
 /// Increments of a k-dimensional Brownian motion from a (seed, path) stream.
 /// Step i's increment uses the normals at (increments, i, 0); its iterated integrals the normals at
@@ -103,5 +132,40 @@ class brownian_grid {
   matrix m_w;                     // k × (n+1) path values
   std::vector<matrix> m_fine_iterated;  // per fine step, k × k
 };
+
+/// A brownian_grid read at one coarse step size, as a BridgedNoiseSource: coarse step i is fine
+/// steps [i·ratio, (i+1)·ratio) (summed increment, Chen-combined iterated integrals). split() halves
+/// a (sub)step exactly on the grid (bridge node n of step i covers the n-th dyadic piece at depth
+/// ⌊log₂ n⌋), so a refined step sees the same path and areas; it throws ncsde::invalid_argument when
+/// the piece has fewer than 2 fine steps or an odd count. increment() checks that dt is ratio fine
+/// steps (1e-9 relative) and, when iterated integrals are asked for, that the grid sampled them.
+/// The source refers to its grid, which must outlive it, or shares ownership of it.
+class grid_brownian_source {
+ public:
+  /// Reads `grid` (kept by reference) with `ratio` fine steps per coarse step; ratio must divide the
+  /// grid's fine steps (ncsde::invalid_argument).
+  grid_brownian_source(const brownian_grid& grid, long long ratio);
+  /// The same, sharing ownership of the grid (for sources made per path, e.g. by run_ensemble's
+  /// source factory).
+  grid_brownian_source(std::shared_ptr<const brownian_grid> grid, long long ratio);
+
+  int dimension() const { return m_grid->dimension(); }
+  long long ratio() const { return m_ratio; }
+  /// The coarse step size ratio·h.
+  double dt() const { return static_cast<double>(m_ratio) * m_grid->fine_dt(); }
+  const brownian_grid& grid() const { return *m_grid; }
+
+  /// Increment of coarse step `step`; `dt` must equal ratio·h (checked to 1e-9 relative).
+  void increment(std::uint64_t step, double dt, bool with_iterated, noise_increment& out) const;
+  void split(const noise_increment& parent, std::uint64_t step, std::uint64_t node,
+             bool with_iterated, noise_increment& left, noise_increment& right) const;
+
+ private:
+  std::shared_ptr<const brownian_grid> m_owner;
+  const brownian_grid* m_grid;
+  long long m_ratio;
+};
+
+static_assert(BridgedNoiseSource<stream_brownian> && BridgedNoiseSource<grid_brownian_source>);
 
 }  // namespace ncsde

@@ -13,6 +13,7 @@
 #include <Eigen/Core>
 
 #include <concepts>
+#include <string_view>
 
 namespace ncsde {
 
@@ -26,6 +27,42 @@ using square_matrix = Eigen::Matrix<double, M, M>;
 /// Length-m column vector, m fixed at compile time or Eigen::Dynamic.
 template <int M>
 using column_vector = Eigen::Matrix<double, M, 1>;
+
+/// The space a problem's states live on; an SDE declares it with a static member
+///   static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
+/// and one that declares nothing is euclidean. What each space means: state_space.hpp.
+enum class state_space { euclidean, symmetric, psd_cone };
+
+/// The space S declares (S::space), euclidean when it declares none.
+template <class S>
+consteval state_space declared_state_space() {
+  if constexpr (requires {
+                  { S::space } -> std::convertible_to<state_space>;
+                })
+    return S::space;
+  else
+    return state_space::euclidean;
+}
+template <class S>
+inline constexpr state_space state_space_of = declared_state_space<S>();
+
+/// The class of a problem's noise, which decides the strong orders theory predicts:
+///  - general: non-commutative (L^j G_l ≠ L^l G_j for some j, l);
+///  - commutative: L^j G_l = L^l G_j for all j, l (e.g. one Brownian motion, k = 1);
+///  - additive: G does not depend on the state (every L^j G_l = 0), where Euler–Maruyama is the
+///    Milstein scheme and has strong order 1.
+/// An SDE may declare it: static constexpr ncsde::noise_class noise = ncsde::noise_class::additive.
+enum class noise_class { general, commutative, additive };
+/// The class S declares (S::noise), general when it declares none.
+template <class S>
+consteval noise_class declared_noise_class() {
+  if constexpr (requires {
+                  { S::noise } -> std::convertible_to<noise_class>;
+                })
+    return S::noise;
+  else
+    return noise_class::general;
+}
 
 /// The m for which integrate() and run_ensemble() step compile-time-sized states square_matrix<m>
 /// (no heap storage, unrolled small kernels), provided the problem is an Sde<S, square_matrix<m>>

@@ -70,6 +70,9 @@
 
 namespace ncsde {
 
+/// "general", "commutative", "additive".
+std::string_view to_string(noise_class c);
+
 enum class convergence_scheme { em, milstein, milstein_commutative };
 /// "em", "milstein", "milstein-commutative".
 std::string_view to_string(convergence_scheme s);
@@ -83,9 +86,21 @@ enum class error_kind { strong, weak };
 /// "strong", "weak".
 std::string_view to_string(error_kind k);
 
-/// The order theory predicts: EM strong 1/2, weak 1; Milstein strong 1, weak 1; Milstein without
-/// Lévy areas strong 1 on commutative noise and 1/2 otherwise, weak 1.
+/// The order theory predicts: weak 1 for every scheme; strong: EM 1/2 (1 on additive noise),
+/// Milstein 1, Milstein without Lévy areas 1 on commutative or additive noise and 1/2 otherwise.
+double expected_order(convergence_scheme s, error_kind k, noise_class noise);
+/// The same with the noise class general or, when commutative_noise, commutative.
 double expected_order(convergence_scheme s, error_kind k, bool commutative_noise);
+
+/// A strong error measure e(X_dt(T), X_ref(T)) ≥ 0 of a study, with the name it is reported under.
+struct strong_error_measure {
+  std::string name;
+  std::function<double(const matrix& approx, const matrix& reference)> error;
+};
+/// |X^{ab}_dt − X^{ab}_ref| (0-indexed; b = 0 for a state with one column).
+strong_error_measure component_error(int a, int b);
+/// |f(X_dt) − f(X_ref)| for a functional f of the state.
+strong_error_measure functional_error(functional f);
 
 /// A problem with a known solution, set up for a convergence study.
 template <class S>
@@ -96,7 +111,17 @@ struct convergence_problem {
   std::string name;
   std::string description;
   problem<S> prob;                 ///< SDE, V0, horizon [t0, T]
-  bool commutative_noise = false;  ///< decides the expected strong order of milstein-commutative
+  /// The noise class deciding the expected strong orders: the SDE's declared class (general when it
+  /// declares none) unless set here.
+  noise_class noise = declared_noise_class<S>();
+  /// Shorthand kept for existing problems: true makes a `general` class commutative.
+  bool commutative_noise = false;
+  /// The strong error; empty: the Frobenius norm ‖X_dt(T) − X_ref(T)‖_F of the whole state.
+  strong_error_measure strong_error;
+  /// The effective noise class.
+  noise_class effective_noise() const {
+    return noise == noise_class::general && commutative_noise ? noise_class::commutative : noise;
+  }
   int first_level = 1;             ///< coarsest dt = (T − t0)/2^first_level
   int levels = 5;                  ///< number of step sizes (≥ 3)
   long long paths = 1000;    ///< default number of paths (all strong errors, order-1 weak errors)
@@ -130,6 +155,9 @@ struct convergence_options {
   bool weak = true;
   double strong_tolerance = 0.05;  ///< pass: |order − expected| ≤ tolerance
   double weak_tolerance = 0.1;
+  /// How the Milstein schemes form their derivative term (milstein.hpp): automatic uses the
+  /// problem's diffusion_derivative when it has one.
+  milstein_derivative derivative = milstein_derivative::automatic;
   progress_mode progress = progress_mode::automatic;
 };
 
@@ -145,30 +173,15 @@ struct convergence_series {
   double expected = 0.0;
   double tolerance = 0.0;
   bool pass = false;  ///< |fit.slope − expected| ≤ tolerance
-  long long cone_exits =
-      0;                   ///< coarse steps (strong-pass paths, all levels) that left the PSD cone
+  /// Coarse steps (every path of the series, all levels) that left the PSD cone (cone problems).
+  long long cone_exits = 0;
+  /// Paths left out of this series because one of its runs (or the reference) blew up or stopped
+  /// before T: counted here, the errors average over the other paths.
+  long long failed_paths = 0;
+  std::string error_measure;  ///< the strong error measure's name (empty: Frobenius norm)
   std::string reference;   ///< "exact" or how the reference was computed
   std::string functional;  ///< the weak functional's name (weak series)
   double seconds = 0.0;    ///< wall time of the whole problem's run
-};
-
-/// Adapts a brownian_grid to the Source interface of the integration engine: coarse step i is fine
-/// steps [i·ratio, (i+1)·ratio). split() halves a (sub)step exactly on the grid (bridge node n of
-/// step i covers the n-th dyadic piece at depth ⌊log₂ n⌋), so a refined step sees the same path and
-/// areas; it throws ncsde::invalid_argument when the piece has fewer than 2 fine steps or an odd
-/// count.
-class grid_brownian_source {
- public:
-  grid_brownian_source(const brownian_grid& grid, long long ratio);
-
-  /// Increment of coarse step `step`; `dt` must equal ratio·h (checked to 1e-9 relative).
-  void increment(std::uint64_t step, double dt, bool with_iterated, noise_increment& out) const;
-  void split(const noise_increment& parent, std::uint64_t step, std::uint64_t node,
-             bool with_iterated, noise_increment& left, noise_increment& right) const;
-
- private:
-  const brownian_grid& m_grid;
-  long long m_ratio;
 };
 
 namespace detail {
@@ -192,6 +205,7 @@ struct convergence_plan {
   bool iterated = false;  ///< the grid carries iterated integrals
   int threads = 1;
   std::uint64_t seed = 0;
+  milstein_derivative derivative = milstein_derivative::automatic;  ///< of the studied Milstein schemes
   /// No series to produce (only weak errors of Milstein schemes asked for, without exact solution).
   bool empty() const {
     return !strong && std::find(has_weak.begin(), has_weak.end(), true) == has_weak.end();
@@ -202,7 +216,7 @@ struct convergence_plan {
 convergence_plan make_convergence_plan(const std::string& name, double t0, double t_end,
                                        int first_level, int levels, long long paths,
                                        long long weak_paths, int reference_ratio, int control_ratio,
-                                       bool exact, bool commutative_noise, bool has_euler_weak,
+                                       bool exact, noise_class noise, bool has_euler_weak,
                                        bool has_weak_functional, bool has_weak_value,
                                        const convergence_options& opt);
 
@@ -210,9 +224,10 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
 /// level, kind), `extended` for paths [paths, weak_paths) (path-major, then extended scheme,
 /// level).
 std::vector<convergence_series> summarize_convergence(
-    const std::string& name, bool commutative_noise, const convergence_plan& plan,
+    const std::string& name, noise_class noise, const convergence_plan& plan,
     const std::vector<double>& values, const std::vector<double>& extended,
-    const std::vector<long long>& exits, const std::vector<double>& weak_offsets,
+    const std::vector<long long>& exits, const std::vector<long long>& extended_exits,
+    const std::vector<double>& weak_offsets, const std::string& error_measure,
     const std::string& reference, const std::string& functional_name,
     const convergence_options& opt, double seconds);
 
@@ -278,27 +293,41 @@ class convergence_kernel {
  public:
   convergence_kernel(const convergence_problem<S>& cp, const convergence_plan& plan,
                      const std::vector<std::function<double(const matrix&)>>& values)
-      : m_cp(cp), m_plan(plan), m_values(values), m_sde(cp.prob.sde) {
+      : m_cp(cp),
+        m_plan(plan),
+        m_values(values),
+        m_sde(cp.prob.sde),
+        m_milstein(plan.derivative),
+        m_milstein_commutative(plan.derivative) {
     m_options.policy = pd_policy::count;
     m_k = m_sde.noise_dimension(static_cast<int>(cp.prob.v0.rows()));
   }
 
   /// Full pass: fills values[(scheme·levels + level)·2 + kind] (kind 0 strong, 1 weak without
-  /// offset) and the cone exits per scheme for path p.
+  /// offset) and the cone exits per scheme for path p. A run that does not reach T (blown up or
+  /// stopped) gives NaN values, which leave the path out of that series (summarize_convergence);
+  /// a reference or control that does not reach T gives NaN values to every series.
   void run(long long p, double* values, long long* exits) {
     const double h = m_plan.span / static_cast<double>(m_plan.n_fine);
     const brownian_grid grid(random_stream(m_plan.seed, static_cast<std::uint64_t>(p)), m_k,
                              m_plan.n_fine, h, m_plan.iterated);
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
     matrix v_ref;
     double control = 0.0;
     long long ignored = 0;
+    bool reference_ok = true;
     if (m_plan.exact) {
       v_ref = m_cp.exact(m_cp.prob.v0, grid.value(m_plan.n_fine), m_plan.span);
       if (m_plan.control) control = m_cp.weak.f(v_ref);
     } else {
-      if (m_plan.strong) v_ref = run_scheme(m_milstein, grid, 1, p, ignored);
-      if (m_plan.control)
-        control = m_cp.weak.f(run_scheme(m_em, grid, m_plan.control_ratio, p, ignored));
+      if (m_plan.strong) reference_ok = run_scheme(m_reference, grid, 1, p, ignored, v_ref);
+      if (m_plan.control) {
+        matrix v_control;
+        if (run_scheme(m_em, grid, m_plan.control_ratio, p, ignored, v_control))
+          control = m_cp.weak.f(v_control);
+        else
+          reference_ok = false;
+      }
     }
     const int levels = m_plan.levels;
     for (std::size_t s = 0; s < m_plan.schemes.size(); ++s) {
@@ -307,28 +336,39 @@ class convergence_kernel {
       for (int l = 0; l < levels; ++l) {
         const long long steps = 1LL << (m_plan.first_level + l);
         const long long ratio = m_plan.n_fine / steps;
+        double* out = values + (static_cast<std::ptrdiff_t>(s) * levels + l) * 2;
+        if (!reference_ok) {
+          out[0] = out[1] = nan;
+          continue;
+        }
         matrix v;
+        bool ok = true;
         double z = 0.0;  // martingale control (EM only)
         switch (m_plan.schemes[s]) {
           case convergence_scheme::em:
             if (m_plan.martingale && m_plan.has_weak[s]) {
               martingale_observer<S> obs(m_sde, m_values, (1LL << (m_plan.levels - 1 - l)),
                                          m_plan.span / static_cast<double>(steps), m_k);
-              v = run_scheme(m_em, grid, ratio, p, exits[s], obs);
+              ok = run_scheme(m_em, grid, ratio, p, exits[s], v, obs);
               z = obs.z();
             } else {
-              v = run_scheme(m_em, grid, ratio, p, exits[s]);
+              ok = run_scheme(m_em, grid, ratio, p, exits[s], v);
             }
             break;
           case convergence_scheme::milstein:
-            v = run_scheme(m_milstein, grid, ratio, p, exits[s]);
+            ok = run_scheme(m_milstein, grid, ratio, p, exits[s], v);
             break;
           case convergence_scheme::milstein_commutative:
-            v = run_scheme(m_milstein_commutative, grid, ratio, p, exits[s]);
+            ok = run_scheme(m_milstein_commutative, grid, ratio, p, exits[s], v);
             break;
         }
-        double* out = values + (static_cast<std::ptrdiff_t>(s) * levels + l) * 2;
-        out[0] = m_plan.strong ? (v - v_ref).norm() : 0.0;
+        if (!ok) {
+          out[0] = out[1] = nan;
+          continue;
+        }
+        out[0] = !m_plan.strong              ? 0.0
+                 : m_cp.strong_error.error ? m_cp.strong_error.error(v, v_ref)
+                                           : (v - v_ref).norm();
         if (!m_plan.has_weak[s])
           out[1] = 0.0;
         else if (m_plan.schemes[s] == convergence_scheme::em && m_plan.martingale)
@@ -340,55 +380,60 @@ class convergence_kernel {
   }
 
   /// Extended pass: weak values (without offset) of the extended schemes only,
-  /// values[e·levels + level], from a grid without iterated integrals (none of them needs any).
-  void run_extended(long long p, double* values) {
+  /// values[e·levels + level], and their cone exits exits[e], from a grid without iterated
+  /// integrals (none of them needs any). NaN for a run (or control) that does not reach T.
+  void run_extended(long long p, double* values, long long* exits) {
     const double h = m_plan.span / static_cast<double>(m_plan.n_fine);
     const brownian_grid grid(random_stream(m_plan.seed, static_cast<std::uint64_t>(p)), m_k,
                              m_plan.n_fine, h, false);
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
     long long ignored = 0;
-    const double control =
-        m_plan.exact ? m_cp.weak.f(m_cp.exact(m_cp.prob.v0, grid.value(m_plan.n_fine), m_plan.span))
-                     : m_cp.weak.f(run_scheme(m_em, grid, m_plan.control_ratio, p, ignored));
+    double control = nan;
+    if (m_plan.exact) {
+      control = m_cp.weak.f(m_cp.exact(m_cp.prob.v0, grid.value(m_plan.n_fine), m_plan.span));
+    } else {
+      matrix v_control;
+      if (run_scheme(m_em, grid, m_plan.control_ratio, p, ignored, v_control))
+        control = m_cp.weak.f(v_control);
+    }
     const int levels = m_plan.levels;
     for (std::size_t e = 0; e < m_plan.extended.size(); ++e) {
       const convergence_scheme scheme =
           m_plan.schemes[static_cast<std::size_t>(m_plan.extended[e])];
+      exits[e] = 0;
       for (int l = 0; l < levels; ++l) {
         const long long ratio = m_plan.n_fine / (1LL << (m_plan.first_level + l));
-        const matrix v = scheme == convergence_scheme::em
-                             ? run_scheme(m_em, grid, ratio, p, ignored)
-                             : run_scheme(m_milstein_commutative, grid, ratio, p, ignored);
-        values[static_cast<std::ptrdiff_t>(e) * levels + l] = m_cp.weak.f(v) - control;
+        matrix v;
+        const bool ok = scheme == convergence_scheme::em
+                            ? run_scheme(m_em, grid, ratio, p, exits[e], v)
+                            : run_scheme(m_milstein_commutative, grid, ratio, p, exits[e], v);
+        values[static_cast<std::ptrdiff_t>(e) * levels + l] = ok ? m_cp.weak.f(v) - control : nan;
       }
     }
   }
 
  private:
-  template <class Stepper, class Observer = null_observer>
-  matrix run_scheme(Stepper& stepper, const brownian_grid& grid, long long ratio, long long p,
-                    long long& exits) {
-    Observer obs;
-    return run_scheme(stepper, grid, ratio, p, exits, obs);
+  template <class Stepper>
+  bool run_scheme(Stepper& stepper, const brownian_grid& grid, long long ratio, long long p,
+                  long long& exits, matrix& v) {
+    null_observer obs;
+    return run_scheme(stepper, grid, ratio, p, exits, v, obs);
   }
 
+  /// v = the state at T of `stepper` at `ratio` fine steps a step, counting its cone exits; false
+  /// (v unspecified) when the path blew up or stopped before T.
   template <class Stepper, class Observer>
-  matrix run_scheme(Stepper& stepper, const brownian_grid& grid, long long ratio, long long p,
-                    long long& exits, Observer& obs) {
+  bool run_scheme(Stepper& stepper, const brownian_grid& grid, long long ratio, long long p,
+                  long long& exits, matrix& v, Observer& obs) {
     const long long steps = m_plan.n_fine / ratio;
     const step_grid sg(m_cp.prob.t0, m_cp.prob.t_end, m_plan.span / static_cast<double>(steps));
     grid_brownian_source source(grid, ratio);
     path_integrator<Stepper, S, grid_brownian_source, Observer> engine(stepper, m_sde, source,
                                                                        m_options, p);
     path_result r = engine.run(m_cp.prob.v0, sg, obs);
-    if (r.status != path_status::completed)
-      throw evaluation_error(
-          fmt::format("convergence: problem '{}', path {}, scheme {}, dt = {:.6g}: the path "
-                      "stopped ({}) at t = {:.6g} "
-                      "(max |V| = {:.6g}); the levels are too coarse for this problem",
-                      m_cp.name, p, Stepper::name, sg.dt, to_string(r.status), r.t_stop,
-                      r.v.cwiseAbs().maxCoeff()));
     exits += r.pd.violations;
-    return r.v;
+    v = std::move(r.v);
+    return r.status == path_status::completed;
   }
 
   const convergence_problem<S>& m_cp;
@@ -400,6 +445,7 @@ class convergence_kernel {
   euler_maruyama<> m_em;
   milstein<> m_milstein;
   milstein_commutative<> m_milstein_commutative;
+  milstein<> m_reference;  ///< the fine-grid reference (derivative form automatic)
 };
 
 }  // namespace detail
@@ -414,10 +460,15 @@ template <class S>
 requires Sde<S> std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp,
                                                                 const convergence_options& opt) {
   const auto start = std::chrono::steady_clock::now();
-  detail::validate_problem(cp.prob);
+  {
+    integrate_options count_policy, resolved;
+    count_policy.policy = pd_policy::count;
+    detail::validate_problem("convergence (" + cp.name + ")", cp.prob, count_policy,
+                             /*iterated=*/true, resolved);
+  }
   const detail::convergence_plan plan = detail::make_convergence_plan(
       cp.name, cp.prob.t0, cp.prob.t_end, cp.first_level, cp.levels, cp.paths, cp.weak_paths,
-      cp.reference_ratio, cp.control_ratio, static_cast<bool>(cp.exact), cp.commutative_noise,
+      cp.reference_ratio, cp.control_ratio, static_cast<bool>(cp.exact), cp.effective_noise(),
       static_cast<bool>(cp.euler_weak), static_cast<bool>(cp.weak.f),
       static_cast<bool>(cp.weak_value), opt);
   if (plan.empty()) return {};
@@ -438,6 +489,8 @@ requires Sde<S> std::vector<convergence_series> run_convergence(const convergenc
   std::vector<double> extended(static_cast<std::size_t>(total - plan.paths) *
                                static_cast<std::size_t>(per_extended));
   std::vector<long long> exits(static_cast<std::size_t>(plan.paths) * ns);
+  std::vector<long long> extended_exits(static_cast<std::size_t>(total - plan.paths) *
+                                        plan.extended.size());
 
   constexpr long long chunk = 8;  // paths claimed at a time; any value gives the same results
   std::atomic<long long> next{0}, done{0};
@@ -458,7 +511,9 @@ requires Sde<S> std::vector<convergence_series> run_convergence(const convergenc
               kernel.run(p, values_per_path.data() + p * per_path,
                          exits.data() + p * static_cast<long long>(ns));
             else
-              kernel.run_extended(p, extended.data() + (p - plan.paths) * per_extended);
+              kernel.run_extended(p, extended.data() + (p - plan.paths) * per_extended,
+                                  extended_exits.data() + (p - plan.paths) *
+                                                              static_cast<long long>(plan.extended.size()));
           } catch (...) {
             std::lock_guard lock(error_mutex);
             errors.emplace_back(p, std::current_exception());
@@ -504,9 +559,9 @@ requires Sde<S> std::vector<convergence_series> run_convergence(const convergenc
                  : fmt::format("milstein on the fine grid (dt/{})", cp.reference_ratio);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return detail::summarize_convergence(cp.name, cp.commutative_noise, plan, values_per_path,
-                                       extended, exits, weak_offsets, reference, cp.weak.name, opt,
-                                       seconds);
+  return detail::summarize_convergence(cp.name, cp.effective_noise(), plan, values_per_path,
+                                       extended, exits, extended_exits, weak_offsets,
+                                       cp.strong_error.name, reference, cp.weak.name, opt, seconds);
 }
 
 /// A study with its problem type erased: what the `ncsde convergence` command lists and runs.

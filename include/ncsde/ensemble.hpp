@@ -19,27 +19,39 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ncsde/brownian.hpp"
 #include "ncsde/integrate.hpp"
+#include "ncsde/state_space.hpp"
 #include "ncsde/statistics.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde {
 
-/// A scalar functional of the state, e.g. ρ¹² or V¹¹, whose quantiles an ensemble reports.
+/// A scalar functional of the state, e.g. ρ¹² or V¹¹, whose quantiles an ensemble reports. f sees the
+/// state as an ncsde::matrix (d×1 for a vector state). check_shape, when set, is called once per run
+/// with the states' shape and throws ncsde::invalid_argument when f cannot be evaluated on it.
 struct functional {
+  functional() = default;
+  functional(std::string name_, std::function<double(const matrix& v)> f_,
+             std::function<void(Eigen::Index rows, Eigen::Index cols)> check_shape_ = {})
+      : name(std::move(name_)), f(std::move(f_)), check_shape(std::move(check_shape_)) {}
+
   std::string name;
   std::function<double(const matrix& v)> f;
+  std::function<void(Eigen::Index rows, Eigen::Index cols)> check_shape;
 };
 
 /// Correlation ρ^{ab} = V^{ab}/√(V^{aa}V^{bb}) (0-indexed a, b), clamped to [−1, 1]; NaN-free: a zero
-/// diagonal gives 0.
+/// diagonal gives 0. Throws ncsde::invalid_argument for a negative index; a run refuses it when a
+/// or b is not below both dimensions of its states.
 functional correlation_functional(int a, int b);
-/// The entry V^{ab} (0-indexed).
+/// The entry X^{ab} (0-indexed; b = 0 for a vector state). Throws ncsde::invalid_argument for a
+/// negative index; a run refuses it when (a, b) is outside its states.
 functional entry_functional(int a, int b);
 
 enum class progress_mode { automatic, on, off };
@@ -59,8 +71,9 @@ struct path_record {
   long long path = 0;
   path_status status = path_status::completed;
   double t_stop = 0.0;
-  vector packed;  ///< upper triangle of V at t_stop, row-major
-  /// Upper triangle of V at save_times[j], j < saved.size() (fewer when the path stopped earlier).
+  vector packed;  ///< coordinates of the state at t_stop (state_layout::pack: upper triangle on
+                  ///< symmetric and cone spaces, every entry row-major on euclidean ones)
+  /// Coordinates of the state at save_times[j], j < saved.size() (fewer when the path stopped earlier).
   std::vector<vector> saved;
 };
 
@@ -74,20 +87,21 @@ struct functional_summary {
 };
 
 struct ensemble_result {
-  int m = 0;
+  int m = 0;                 ///< rows of the state (m of an m×m matrix, d of a vector)
+  state_layout layout;       ///< the states' shape, space and coordinates
   double t0 = 0.0, t_end = 0.0, dt = 0.0;
   long long paths = 0, completed = 0, blown_up = 0, stopped = 0;
   std::uint64_t seed = 0;
   int threads = 1;
   std::string scheme;
-  moments terminal;          ///< packed V_T over completed paths
-  moments at_stop;           ///< packed V at stopping, over stopped paths
+  moments terminal;          ///< coordinates of the state at T over completed paths
+  moments at_stop;           ///< coordinates of the state at stopping, over stopped paths
   std::vector<double> explosion_times;  ///< sorted, one per blown-up path
   std::vector<double> stop_times;       ///< sorted, one per stopped path
   std::vector<double> save_times;
-  std::vector<moments> saved;           ///< packed V at each save time, over paths alive then
+  std::vector<moments> saved;           ///< coordinates at each save time, over paths alive then
   std::vector<functional_summary> functionals;
-  pd_counters pd;
+  pd_counters pd;                       ///< cone events (zero off the cone)
   long long paths_with_violations = 0;
   std::vector<path_record> records;     ///< when keep_paths, in path order
   double seconds = 0.0;
@@ -112,6 +126,8 @@ void finish_summary(ensemble_result& r, const ensemble_options& opt,
                     const std::vector<std::vector<double>>& values,
                     const std::vector<path_status>& statuses);
 void validate_ensemble_options(const ensemble_options& opt);
+/// Calls every functional's check_shape with the states' shape.
+void validate_functionals(const ensemble_options& opt, const state_layout& layout);
 int resolve_threads(int requested);
 
 /// Progress bar on stderr ("\r[####    ]  45%  4500/10000 paths"), drawn only on a terminal.
@@ -131,17 +147,29 @@ class progress_bar {
 
 }  // namespace detail
 
-/// Runs opt.paths paths of `prob` with copies of `stepper`.
-template <class Stepper, class S>
-  requires Sde<S>
-ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
-                             const integrate_options& iopt, const ensemble_options& opt) {
+namespace detail {
+
+/// The engine of both run_ensemble overloads; make_source(p) returns path p's NoiseSource.
+template <class Stepper, class S, class State, class SourceFactory>
+ensemble_result run_ensemble_impl(const Stepper& stepper, const problem<S, State>& prob,
+                                  const integrate_options& iopt, const ensemble_options& opt,
+                                  const SourceFactory& make_source) {
+  using Source = std::invoke_result_t<const SourceFactory&, std::uint64_t>;
+  static_assert(NoiseSource<Source>, "run_ensemble: the source factory must return a NoiseSource");
   validate_options(iopt);
   detail::validate_ensemble_options(opt);
-  const matrix v0 = detail::validate_problem(prob);
+  integrate_options resolved;
+  const State v0 = detail::validate_problem("run_ensemble", prob, iopt,
+                                            Stepper::needs_iterated_integrals, resolved);
+  if constexpr (!BridgedNoiseSource<Source>)
+    if (resolved.policy == pd_policy::refine)
+      throw_invalid("run_ensemble", "pd policy 'refine' needs a noise source with a bridge split");
+  const state_layout layout =
+      make_state_layout("run_ensemble", "V0", state_space_of<S>, v0);
+  detail::validate_functionals(opt, layout);
   const step_grid grid(prob.t0, prob.t_end, iopt.dt, iopt.save_times);
   const int m = static_cast<int>(v0.rows());
-  const int K = packed_size(m);
+  const int K = layout.size();
   const int k = prob.sde.noise_dimension(m);
   const int threads = detail::resolve_threads(opt.threads);
   const long long blocks = (opt.paths + opt.block_size - 1) / opt.block_size;
@@ -149,6 +177,7 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
 
   ensemble_result result;
   result.m = m;
+  result.layout = layout;
   result.t0 = prob.t0;
   result.t_end = prob.t_end;
   result.dt = iopt.dt;
@@ -171,15 +200,33 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
   std::map<long long, detail::block_result> pending;
   long long next_to_merge = 0;
   std::vector<std::pair<long long, std::exception_ptr>> errors;
+  auto record_error = [&](long long p) {
+    std::lock_guard lock(merge_mutex);
+    errors.emplace_back(p, std::current_exception());
+    failed.store(true);
+  };
 
   const auto start = std::chrono::steady_clock::now();
-  // Each worker steps paths on State: square_matrix<m> on the fixed-size path, else ncsde::matrix
-  // (see integrate()); path p's numbers are the same either way as integrate()'s for (seed, p).
-  auto worker = [&]<class State>(std::type_identity<State>) {
-    S sde = prob.sde;  // per-thread copy: coefficients may keep mutable workspaces
-    using rebound = detail::stepper_for<Stepper, State>;
-    typename rebound::type local = rebound::make(stepper);
+  // Each worker steps paths on Fixed: the compile-time-sized counterpart of State on the fixed-size
+  // path, else State (see integrate()); path p's numbers are the same either way as integrate()'s
+  // for (seed, p).
+  auto worker = [&]<class Fixed>(std::type_identity<Fixed>) {
+    using rebound = detail::stepper_for<Stepper, Fixed>;
+    using engine_type = detail::path_integrator<typename rebound::type, S, Source,
+                                                detail::null_observer, Fixed, State>;
+    // Per-thread copies (coefficients may keep mutable workspaces); a copy that throws is an error
+    // of the run like any other, reported before every path's (index −1).
+    std::optional<S> sde;
+    std::optional<typename rebound::type> local;
+    try {
+      sde.emplace(prob.sde);
+      local.emplace(rebound::make(stepper));
+    } catch (...) {
+      record_error(-1);
+      return;
+    }
     vector packed(K);
+    matrix dynamic;  // the state as a matrix for the functionals (non-matrix states only)
     detail::null_observer obs;
     for (;;) {
       if (failed.load()) return;
@@ -193,21 +240,20 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
       const long long last = std::min(opt.paths, first + opt.block_size);
       for (long long p = first; p < last; ++p) {
         try {
-          stream_brownian source(random_stream(opt.seed, static_cast<std::uint64_t>(p)), k, iopt.levy_area);
-          detail::path_integrator<typename rebound::type, S, stream_brownian, detail::null_observer,
-                                  State>
-              engine(local, sde, source, iopt, p);
-          path_result r = engine.run(v0, grid, obs);
+          Source source = make_source(static_cast<std::uint64_t>(p));
+          detail::validate_source_dimension("run_ensemble", source.dimension(), k, p);
+          engine_type engine(*local, *sde, source, resolved, p);
+          basic_path_result<State> r = engine.run(v0, grid, obs);
           const std::size_t ps = static_cast<std::size_t>(p);
           statuses[ps] = r.status;
           for (std::size_t j = 0; j < r.saved.size(); ++j) {
-            pack_upper(r.saved[j], packed);
+            layout.pack(r.saved[j], packed);
             block.saved[j].add(packed);
           }
           block.pd += r.pd;
           if (r.pd.violations > 0) ++block.with_violations;
           const bool finite = r.v.allFinite();
-          if (finite) pack_upper(r.v, packed);
+          if (finite) layout.pack(r.v, packed);
           switch (r.status) {
             case path_status::completed:
               ++block.completed;
@@ -223,10 +269,19 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
               block.explosion_times.push_back(r.t_stop);
               break;
           }
-          for (std::size_t j = 0; j < nf; ++j)
-            values[j][ps] = r.status == path_status::blown_up
-                                ? std::numeric_limits<double>::infinity()
-                                : opt.functionals[j].f(r.v);
+          if (nf > 0 && r.status != path_status::blown_up) {
+            const matrix* as_matrix = nullptr;
+            if constexpr (std::is_same_v<State, matrix>) {
+              as_matrix = &r.v;
+            } else {
+              dynamic = r.v;
+              as_matrix = &dynamic;
+            }
+            for (std::size_t j = 0; j < nf; ++j) values[j][ps] = opt.functionals[j].f(*as_matrix);
+          } else {
+            for (std::size_t j = 0; j < nf; ++j)
+              values[j][ps] = std::numeric_limits<double>::infinity();
+          }
           if (opt.keep_paths) {
             path_record& rec = result.records[ps];
             rec.path = p;
@@ -236,15 +291,13 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
             if (finite)
               rec.packed = packed;
             else
-              pack_upper(r.v, rec.packed);
+              layout.pack(r.v, rec.packed);
             rec.saved.assign(r.saved.size(), vector(K));
-            for (std::size_t j = 0; j < r.saved.size(); ++j) pack_upper(r.saved[j], rec.saved[j]);
+            for (std::size_t j = 0; j < r.saved.size(); ++j) layout.pack(r.saved[j], rec.saved[j]);
           }
         } catch (...) {
           // Finish the block (lower-numbered paths' errors must all be seen), stop claiming more.
-          std::lock_guard lock(merge_mutex);
-          errors.emplace_back(p, std::current_exception());
-          failed.store(true);
+          record_error(p);
         }
         paths_done.fetch_add(1);
       }
@@ -263,7 +316,7 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
     std::vector<std::jthread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
     for (int i = 0; i < threads; ++i)
-      pool.emplace_back([&] { detail::visit_state_type<Stepper, S>(m, worker); });
+      pool.emplace_back([&] { detail::visit_state_type<Stepper, S, State>(v0.rows(), v0.cols(), worker); });
     // Poll only to draw the bar; otherwise just join the workers.
     while (bar.enabled() && paths_done.load() < opt.paths && !failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -280,6 +333,33 @@ ensemble_result run_ensemble(const Stepper& stepper, const problem<S>& prob,
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   detail::finish_summary(result, opt, values, statuses);
   return result;
+}
+
+}  // namespace detail
+
+/// Runs opt.paths paths of `prob` with copies of `stepper`; path p draws its increments from the
+/// counter-based stream (opt.seed, p) (stream_brownian).
+template <class Stepper, class S, class State>
+  requires Sde<S, State>
+ensemble_result run_ensemble(const Stepper& stepper, const problem<S, State>& prob,
+                             const integrate_options& iopt, const ensemble_options& opt) {
+  return detail::run_ensemble_impl(stepper, prob, iopt, opt, [&](std::uint64_t p) {
+    return stream_brownian(random_stream(opt.seed, p),
+                           prob.sde.noise_dimension(static_cast<int>(prob.v0.rows())),
+                           iopt.levy_area);
+  });
+}
+
+/// Runs opt.paths paths of `prob` with copies of `stepper`; path p draws its increments from
+/// make_source(p), a NoiseSource of the SDE's noise dimension (checked per path). make_source is
+/// called from the worker threads, concurrently: it must be safe to call so (a pure function of p,
+/// like the default stream, keeps results bit-identical for any thread count).
+template <class Stepper, class S, class State, class SourceFactory>
+  requires Sde<S, State> && std::invocable<const SourceFactory&, std::uint64_t>
+ensemble_result run_ensemble(const Stepper& stepper, const problem<S, State>& prob,
+                             const integrate_options& iopt, const ensemble_options& opt,
+                             const SourceFactory& make_source) {
+  return detail::run_ensemble_impl(stepper, prob, iopt, opt, make_source);
 }
 
 }  // namespace ncsde

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "ncsde/brownian.hpp"
@@ -32,30 +33,42 @@
 #include "ncsde/error.hpp"
 #include "ncsde/noise.hpp"
 #include "ncsde/psd.hpp"
+#include "ncsde/state_space.hpp"
 #include "ncsde/steppers/detail.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde {
 
-/// What to do when a step leaves the positive-semidefinite cone (λ_min < −round-off).
+/// What to do when a step leaves the positive-semidefinite cone (λ_min < −round-off). Policies act
+/// only on problems whose SDE declares state_space::psd_cone (state_space.hpp): on every other space
+/// there is no cone, nothing is checked or counted, and `throw`, `project` and `refine` are refused
+/// with ncsde::invalid_argument (they could do nothing there).
+///  - automatic (the default): `project` on the cone; nothing on other spaces;
 ///  - throw_error: raise ncsde::pd_violation naming path, step, time and smallest eigenvalue;
 ///  - count: keep the state as is, count it (the pure scheme; what convergence studies use);
+///    accepted on every space (off the cone it is the unmodified scheme with nothing to count);
 ///  - project: clip the eigenvalues to ≥ pd_floor (nearest PSD matrix in Frobenius norm), count it;
 ///  - refine: redo the step as two half steps whose increments come from the Brownian bridge of the
 ///    original one (the path's noise is unchanged), recursively up to refine_depth levels; if the
-///    deepest half step still leaves the cone, give up with ncsde::pd_violation.
-/// Default: project. The exact solutions stay in the cone; an exit is a discretisation artefact of
-/// size O(dt²·|b|) in a near-null direction (SPEC §7.2), which the nearest-point projection removes at
-/// that cost, never aborting an ensemble of thousands of paths for one rare event, and every projection
-/// is counted in the result. `refine` is the choice when the path's noise must be kept exactly,
-/// `count` when the unmodified scheme is the object of study.
-enum class pd_policy { throw_error, count, project, refine };
+///    deepest half step still leaves the cone, give up with ncsde::pd_violation. Needs a
+///    BridgedNoiseSource.
+/// Why `project` on the cone by default: the exact solutions stay in the cone; an exit is a
+/// discretisation artefact of size O(dt²·|b|) in a near-null direction (docs/maths.md §8), which the
+/// nearest-point projection removes at that cost, never aborting an ensemble of thousands of paths
+/// for one rare event, and every projection is counted in the result. `refine` is the choice when
+/// the path's noise must be kept exactly, `count` when the unmodified scheme is the object of study.
+enum class pd_policy { throw_error, count, project, refine, automatic };
 
 std::string_view to_string(pd_policy p);
-/// Parses "throw", "count", "project", "refine"; throws ncsde::invalid_argument naming `param`.
+/// Parses "throw", "count", "project", "refine", "automatic"; throws ncsde::invalid_argument naming
+/// `param`.
 pd_policy parse_pd_policy(std::string_view text, std::string_view param = "pd-policy");
 
-/// Per-run counters of cone events (sub-steps of refined steps included).
+/// The policy a run applies on `space`: automatic is project on the cone and count (nothing to do)
+/// elsewhere; throw, project and refine off the cone throw ncsde::invalid_argument naming `where`.
+pd_policy resolve_pd_policy(std::string_view where, state_space space, pd_policy policy);
+
+/// Per-run counters of cone events (sub-steps of refined steps included). Always zero off the cone.
 struct pd_counters {
   long long violations = 0;  ///< (sub)steps whose result was outside the cone
   long long projected = 0;   ///< of which were projected
@@ -70,35 +83,47 @@ struct pd_counters {
 enum class path_status { completed, blown_up, stopped };
 std::string_view to_string(path_status s);
 
-/// An SDE with its initial state and horizon: dV = b dt + G dW on [t0, t_end], V(t0) = v0.
-template <class S>
+/// An SDE with its initial state and horizon: dX = b dt + G dW on [t0, t_end], X(t0) = v0. The state
+/// type is the SDE's state_type when it declares one, ncsde::matrix otherwise; any plain Eigen
+/// vector or matrix of doubles may be named explicitly (problem<S, Eigen::VectorXd>) or deduced
+/// from v0 (problem{sde, x0, T}).
+template <class S, class State = default_state_t<S>>
 struct problem {
   S sde;
-  matrix v0;
+  State v0;
   double t_end = 1.0;
   double t0 = 0.0;
 };
+template <class S, class Derived>
+problem(S, const Eigen::MatrixBase<Derived>&, double) -> problem<S, typename Derived::PlainObject>;
+template <class S, class Derived>
+problem(S, const Eigen::MatrixBase<Derived>&, double, double)
+    -> problem<S, typename Derived::PlainObject>;
 
 struct integrate_options {
   double dt = 1e-3;
-  pd_policy policy = pd_policy::project;
+  pd_policy policy = pd_policy::automatic;  ///< cone policy (cone problems only; see pd_policy)
   double pd_floor = 0.0;               ///< eigenvalue floor of `project` (≥ 0)
   int refine_depth = 8;                ///< maximal halvings of `refine` (dt / 2^depth), 1..30
-  double blowup_threshold = 1e6;       ///< max|V^{ab}| above which a path has blown up, (0, 1e100]
-  std::vector<double> save_times;      ///< grid times at which to keep V (ascending, in [t0, T])
+  double blowup_threshold = 1e6;       ///< max|X^{ab}| above which a path has blown up, (0, 1e100]
+  std::vector<double> save_times;      ///< grid times at which to keep the state (ascending, in [t0, T])
   /// Optional stopping rule checked on the grid: stop the path (status stopped) when it returns true.
+  /// It sees the state as an ncsde::matrix (d×1 for a vector state).
   std::function<bool(const matrix& v, double t)> stop_condition;
   levy_area_method levy_area = levy_area_method::wiktorsson;
 };
 
-struct path_result {
+/// One path's outcome; State is the problem's state type.
+template <class State = matrix>
+struct basic_path_result {
   path_status status = path_status::completed;
   double t_stop = 0.0;       ///< T when completed; the time of the step that blew up or stopped
   long long steps = 0;       ///< grid steps taken
-  matrix v;                  ///< state at t_stop
+  State v;                   ///< state at t_stop
   pd_counters pd;
-  std::vector<matrix> saved;  ///< V at save_times[0 .. saved.size()) (fewer if the path stopped early)
+  std::vector<State> saved;  ///< state at save_times[0 .. saved.size()) (fewer if the path stopped early)
 };
+using path_result = basic_path_result<matrix>;
 
 /// The step grid: number of steps and the index of each save time. Validates dt, T and save times
 /// (ncsde::invalid_argument naming the parameter).
@@ -115,6 +140,11 @@ struct step_grid {
 /// Validates options that do not depend on the problem (policy parameters, threshold).
 void validate_options(const integrate_options& options);
 
+/// The largest noise dimension k a problem may declare: one increment holds k doubles, and schemes
+/// with iterated integrals a k×k matrix (max_iterated_noise_dimension).
+inline constexpr int max_noise_dimension = 1 << 24;
+inline constexpr int max_iterated_noise_dimension = 4096;
+
 namespace detail {
 
 /// The observer that ignores its calls (and is never called).
@@ -122,15 +152,29 @@ struct null_observer {
   void operator()(const matrix&, double) const {}
 };
 
-/// Integrates one path: the engine behind integrate() and ensembles. `Source` is stream_brownian or
-/// any type with increment(step, dt, with_iterated, out) and split(...). The state is stepped as a
-/// `State` (ncsde::matrix, or square_matrix<M> on the fixed-size path; Stepper must step that type);
-/// the result, the observer and the stop condition see ncsde::matrix. Every workspace is a member,
-/// so after the first step (and the first split at each refinement depth) a step allocates nothing
-/// here; the observer and the stop condition see a dynamic copy kept in a member.
-template <class Stepper, class S, class Source, class Observer, class State = matrix>
+/// Checks k = noise_dimension against [1, max_noise_dimension] (and max_iterated_noise_dimension when
+/// the scheme needs iterated integrals); ncsde::invalid_argument naming `where`.
+void validate_noise_dimension(std::string_view where, long long k, bool iterated);
+
+/// Checks a noise source's dimension against the SDE's k; ncsde::invalid_argument naming `where`.
+void validate_source_dimension(std::string_view where, long long source_k, int k,
+                               long long path_index);
+
+/// Integrates one path: the engine behind integrate() and ensembles. `Source` is a NoiseSource
+/// (brownian.hpp). The state is stepped as a `State` (the problem's state type `Public`, or its
+/// compile-time-sized counterpart on the fixed-size path; Stepper must step that type); the result
+/// is a basic_path_result<Public>, while the observer and the stop condition see the state as an
+/// ncsde::matrix. What happens after each step depends on the SDE's state space (state_space.hpp):
+/// symmetrisation on symmetric and cone spaces, the cone check and `policy` (already resolved by
+/// resolve_pd_policy) on the cone only. Every workspace is a member, so after the first step (and
+/// the first split at each refinement depth) a step allocates nothing here; the observer and the
+/// stop condition see a dynamic copy kept in a member.
+template <class Stepper, class S, class Source, class Observer, class State = matrix,
+          class Public = State>
 class path_integrator {
  public:
+  static constexpr state_space space = state_space_of<S>;
+
   path_integrator(Stepper& stepper, const S& sde, Source& source, const integrate_options& opt,
                   long long path_index)
       : m_stepper(stepper),
@@ -138,10 +182,12 @@ class path_integrator {
         m_source(source),
         m_opt(opt),
         m_path(path_index),
-        m_halves(static_cast<std::size_t>(std::max(opt.refine_depth, 0))) {}
+        m_halves(space == state_space::psd_cone
+                     ? static_cast<std::size_t>(std::max(opt.refine_depth, 0))
+                     : 0) {}
 
-  path_result run(const matrix& v0, const step_grid& grid, Observer& observer) {
-    path_result r;
+  basic_path_result<Public> run(const Public& v0, const step_grid& grid, Observer& observer) {
+    basic_path_result<Public> r;
     m_v = v0;
     std::size_t next_save = 0;
     auto save_due = [&](long long i) {
@@ -181,7 +227,7 @@ class path_integrator {
   }
 
  private:
-  /// The current state as an ncsde::matrix (a copy into a reused member on the fixed-size path).
+  /// The current state as an ncsde::matrix (a copy into a reused member unless State is one).
   const matrix& dynamic_state() {
     if constexpr (std::is_same_v<State, matrix>) {
       return m_v;
@@ -195,9 +241,9 @@ class path_integrator {
     if constexpr (!std::is_same_v<Observer, null_observer>) observer(dynamic_state(), t);
   }
 
-  /// One (sub)step from m_v at time t with increment inc; applies the policies.
-  path_status advance(path_result& r, double t, const noise_increment& inc, std::uint64_t step,
-                      std::uint64_t node, int depth, long long grid_step) {
+  /// One (sub)step from m_v at time t with increment inc; applies the space's rules and policies.
+  path_status advance(basic_path_result<Public>& r, double t, const noise_increment& inc,
+                      std::uint64_t step, std::uint64_t node, int depth, long long grid_step) {
     m_trial = m_v;
     try {
       m_stepper.do_step(m_sde, m_trial, t, inc);
@@ -206,13 +252,37 @@ class path_integrator {
           "integrate: the {} returned {} at path {}, step {}, t = {} (max |V| = {:.6g})", e.which,
           e.what, m_path, grid_step, t, m_v.cwiseAbs().maxCoeff()));
     }
-    // Symmetric by construction; make round-off asymmetry of user coefficients exact.
-    symmetrize(m_trial);
-    if (!m_trial.allFinite() || !(m_trial.cwiseAbs().maxCoeff() <= m_opt.blowup_threshold)) {
+    // Symmetric by construction on symmetric spaces: make round-off asymmetry exact, and measure it.
+    double asymmetry = 0.0;
+    if constexpr (is_symmetric_space(space)) asymmetry = symmetrize_measured(m_trial);
+    const double size = m_trial.cwiseAbs().maxCoeff();
+    if (!m_trial.allFinite() || !(size <= m_opt.blowup_threshold)) {
       m_v = m_trial;
       m_blowup_time = t + inc.dt;
       return path_status::blown_up;
     }
+    if constexpr (is_symmetric_space(space)) {
+      // More than round-off: the coefficients are not symmetric, and symmetrising would change
+      // the problem's answer without a word.
+      if (asymmetry > symmetry_tolerance * std::max(1.0, size))
+        throw evaluation_error(fmt::format(
+            "integrate: the drift or noise map returned a non-symmetric matrix at path {}, step {}, "
+            "t = {} (max |X - X^T| of the step = {:.3g}, above the round-off tolerance {:.3g}) on "
+            "the {} state space; coefficients there must be symmetric (declare "
+            "state_space::euclidean for a general matrix state)",
+            m_path, grid_step, t, asymmetry, symmetry_tolerance * std::max(1.0, size),
+            to_string(space)));
+    }
+    if constexpr (space != state_space::psd_cone) {
+      m_v = m_trial;
+      return path_status::completed;
+    } else {
+      return check_cone(r, t, inc, step, node, depth, grid_step);
+    }
+  }
+
+  path_status check_cone(basic_path_result<Public>& r, double t, const noise_increment& inc,
+                         std::uint64_t step, std::uint64_t node, int depth, long long grid_step) {
     const psd_result pr = m_checker.check(m_trial);
     if (pr.status == psd_status::boundary) ++r.pd.boundary;
     if (pr.status != psd_status::outside) {
@@ -229,6 +299,7 @@ class path_integrator {
       case pd_policy::count:
         m_v = m_trial;
         return path_status::completed;
+      case pd_policy::automatic:  // resolved to project on the cone
       case pd_policy::project:
         m_checker.project(m_trial, m_opt.pd_floor);
         ++r.pd.projected;
@@ -249,15 +320,19 @@ class path_integrator {
                       "(smallest eigenvalue {:.6g}) even after refining the step {} times (dt = {:.3g})",
                       m_path, grid_step, t + inc.dt, pr.min_eigenvalue, depth, inc.dt),
           m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
-    ++r.pd.refined;
-    // The halves of depth d live while depth d + 1 runs: one reused pair per depth (depth <
-    // refine_depth here), allocated with the engine so that references to them stay valid.
-    noise_increment& left = m_halves[depth].first;
-    noise_increment& right = m_halves[depth].second;
-    m_source.split(inc, step, node, Stepper::needs_iterated_integrals, left, right);
-    const path_status first = advance(r, t, left, step, 2 * node, depth + 1, grid_step);
-    if (first != path_status::completed) return first;
-    return advance(r, t + left.dt, right, step, 2 * node + 1, depth + 1, grid_step);
+    if constexpr (!BridgedNoiseSource<Source>) {
+      throw invalid_argument("integrate: pd policy 'refine' needs a noise source with a bridge split");
+    } else {
+      ++r.pd.refined;
+      // The halves of depth d live while depth d + 1 runs: one reused pair per depth (depth <
+      // refine_depth here), allocated with the engine so that references to them stay valid.
+      noise_increment& left = m_halves[depth].first;
+      noise_increment& right = m_halves[depth].second;
+      m_source.split(inc, step, node, Stepper::needs_iterated_integrals, left, right);
+      const path_status first = advance(r, t, left, step, 2 * node, depth + 1, grid_step);
+      if (first != path_status::completed) return first;
+      return advance(r, t + left.dt, right, step, 2 * node + 1, depth + 1, grid_step);
+    }
   }
 
   Stepper& m_stepper;
@@ -269,7 +344,8 @@ class path_integrator {
   std::vector<std::pair<noise_increment, noise_increment>> m_halves;  ///< [depth] = (left, right)
   State m_v, m_trial;
   matrix m_dynamic;
-  basic_psd_checker<State> m_checker;
+  std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>
+      m_checker;
   double m_blowup_time = 0.0;
 };
 
@@ -279,88 +355,199 @@ concept rebindable_stepper =
     requires { typename Stepper::template rebind_state<State>; } &&
     std::default_initializable<typename Stepper::template rebind_state<State>>;
 
-/// The fixed-size path is available for m = M: M is a fixed size, the stepper rebinds to
-/// square_matrix<M> and the problem accepts square_matrix<M> states.
-template <int M, class Stepper, class S>
-inline constexpr bool has_fixed_path =
-    is_fixed_size<M> && rebindable_stepper<Stepper, square_matrix<M>> && Sde<S, square_matrix<M>>;
-
-/// The stepper that steps State: Stepper itself (copied) for ncsde::matrix, its rebound
-/// (default-constructed) scheme for a fixed-size State.
+/// The stepper that steps State: Stepper itself (copied) when it steps State already, else its
+/// rebound scheme, converted from Stepper when it offers that (so that options carry over),
+/// default-constructed otherwise.
 template <class Stepper, class State>
 struct stepper_for {
-  using type = typename Stepper::template rebind_state<State>;
-  static type make(const Stepper&) { return type{}; }
-};
-template <class Stepper>
-struct stepper_for<Stepper, matrix> {
-  using type = Stepper;
-  static type make(const Stepper& s) { return s; }
+  static constexpr bool rebinds =
+      rebindable_stepper<Stepper, State> &&
+      !std::is_same_v<typename Stepper::template rebind_state<State>, Stepper>;
+  using type = std::conditional_t<rebinds, typename Stepper::template rebind_state<State>, Stepper>;
+  static type make(const Stepper& s) {
+    if constexpr (!rebinds || std::is_constructible_v<type, const Stepper&>)
+      return type(s);
+    else
+      return type{};
+  }
 };
 
-/// Calls f(std::type_identity<State>{}) with State = square_matrix<m> when has_fixed_path holds for
-/// m, State = ncsde::matrix otherwise, and returns what f returns.
-template <class Stepper, class S, class F>
-decltype(auto) visit_state_type(int m, F&& f) {
-  switch (m) {
-    case 2:
-      if constexpr (has_fixed_path<2, Stepper, S>) return f(std::type_identity<square_matrix<2>>{});
-      break;
-    case 3:
-      if constexpr (has_fixed_path<3, Stepper, S>) return f(std::type_identity<square_matrix<3>>{});
-      break;
-    case 4:
-      if constexpr (has_fixed_path<4, Stepper, S>) return f(std::type_identity<square_matrix<4>>{});
-      break;
-    case 8:
-      if constexpr (has_fixed_path<8, Stepper, S>) return f(std::type_identity<square_matrix<8>>{});
-      break;
-    default:
-      break;
+/// State can be stepped: the problem is an Sde on State and the stepper steps or rebinds to it.
+template <class State, class Stepper, class S>
+inline constexpr bool has_state_path =
+    Sde<S, State> && (rebindable_stepper<Stepper, State> ||
+                      requires(Stepper& st, const S& s, State& v, const noise_increment& inc) {
+                        st.do_step(s, v, 0.0, inc);
+                      });
+
+/// The square fixed-size path is available for m = M: M is a fixed size of the covariance models
+/// (is_fixed_size) or the scalar M = 1, the stepper rebinds to square_matrix<M> and the problem
+/// accepts square_matrix<M> states.
+template <int M, class Stepper, class S>
+inline constexpr bool has_fixed_path = (is_fixed_size<M> || M == 1) &&
+                                       rebindable_stepper<Stepper, square_matrix<M>> &&
+                                       Sde<S, square_matrix<M>>;
+
+/// Calls f(std::type_identity<State>{}) with State the compile-time-sized counterpart of the
+/// problem's state type Public where one exists and has_state_path holds for it, else with Public,
+/// and returns what f returns. The fixed sizes: square ncsde::matrix states of m ∈ {1, 2, 3, 4, 8}
+/// (square_matrix<m>; is_fixed_size, plus the scalar m = 1), ncsde::vector states of d ∈ {1, 2, 3, 4}
+/// (column_vector<d>).
+template <class Stepper, class S, class Public, class F>
+decltype(auto) visit_state_type(Eigen::Index rows, Eigen::Index cols, F&& f) {
+  if constexpr (std::is_same_v<Public, matrix>) {
+    if (rows == cols) {
+      switch (rows) {
+        case 1:
+          if constexpr (has_state_path<square_matrix<1>, Stepper, S>)
+            return f(std::type_identity<square_matrix<1>>{});
+          break;
+        case 2:
+          if constexpr (has_state_path<square_matrix<2>, Stepper, S>)
+            return f(std::type_identity<square_matrix<2>>{});
+          break;
+        case 3:
+          if constexpr (has_state_path<square_matrix<3>, Stepper, S>)
+            return f(std::type_identity<square_matrix<3>>{});
+          break;
+        case 4:
+          if constexpr (has_state_path<square_matrix<4>, Stepper, S>)
+            return f(std::type_identity<square_matrix<4>>{});
+          break;
+        case 8:
+          if constexpr (has_state_path<square_matrix<8>, Stepper, S>)
+            return f(std::type_identity<square_matrix<8>>{});
+          break;
+        default:
+          break;
+      }
+    }
+  } else if constexpr (std::is_same_v<Public, vector>) {
+    switch (rows) {
+      case 1:
+        if constexpr (has_state_path<column_vector<1>, Stepper, S>)
+          return f(std::type_identity<column_vector<1>>{});
+        break;
+      case 2:
+        if constexpr (has_state_path<column_vector<2>, Stepper, S>)
+          return f(std::type_identity<column_vector<2>>{});
+        break;
+      case 3:
+        if constexpr (has_state_path<column_vector<3>, Stepper, S>)
+          return f(std::type_identity<column_vector<3>>{});
+        break;
+      case 4:
+        if constexpr (has_state_path<column_vector<4>, Stepper, S>)
+          return f(std::type_identity<column_vector<4>>{});
+        break;
+      default:
+        break;
+    }
   }
-  return f(std::type_identity<matrix>{});
+  (void)cols;
+  return f(std::type_identity<Public>{});
 }
 
-/// Checks v0 and the problem against the SDE: valid state, noise dimension ≥ 1.
-template <class S>
-matrix validate_problem(const problem<S>& p) {
-  const matrix v0 = validate_state("integrate", "V0", p.v0);
-  const int k = p.sde.noise_dimension(static_cast<int>(v0.rows()));
-  if (k < 1) throw_invalid_argument("integrate", "noise_dimension(m)", k, ">= 1");
+/// Checks a problem and the run's options against its SDE and returns the initial state as the
+/// engine starts from it: v0 valid on the SDE's state space (validate_state_on), within
+/// blowup_threshold, of the shape the SDE declares (S::shape(), when it has one), the cone policy
+/// allowed on the space (resolved into `resolved`), and 1 ≤ noise_dimension ≤ max_noise_dimension.
+/// Throws ncsde::invalid_argument naming `where` and the parameter.
+template <class S, class State>
+State validate_problem(std::string_view where, const problem<S, State>& p,
+                       const integrate_options& opt, bool iterated, integrate_options& resolved) {
+  constexpr state_space space = state_space_of<S>;
+  static_assert(StateType<State>, "problem: the state must be a plain Eigen vector or matrix of doubles");
+  State v0 = validate_state_on(where, "V0", space, p.v0);
+  if constexpr (requires { p.sde.shape(); }) {
+    const auto [rows, cols] = p.sde.shape();
+    if (v0.rows() != rows || v0.cols() != cols)
+      throw_invalid(where, fmt::format("V0 must be {}×{} for this SDE (got {}×{})", rows, cols,
+                                       v0.rows(), v0.cols()));
+  }
+  const double size = v0.cwiseAbs().maxCoeff();
+  if (!(size <= opt.blowup_threshold))
+    throw_invalid(where, fmt::format("V0 must lie within blowup_threshold = {:.6g} (got max |V0| = "
+                                     "{:.6g}: every path would count as blown up at t0)",
+                                     opt.blowup_threshold, size));
+  resolved = opt;
+  resolved.policy = resolve_pd_policy(where, space, opt.policy);
+  const long long k = p.sde.noise_dimension(static_cast<int>(v0.rows()));
+  validate_noise_dimension(where, k, iterated);
   return v0;
+}
+
+/// Runs one path of prob from noise `source` (a NoiseSource of the SDE's dimension) on the state
+/// type visit_state_type picks, with `stepper` itself where it steps that type.
+template <class Stepper, class S, class State, class Source, class Observer>
+basic_path_result<State> integrate_path(Stepper& stepper, const problem<S, State>& prob,
+                                        const State& v0, const step_grid& grid,
+                                        const integrate_options& opt, Source& source,
+                                        long long path_index, Observer& observer) {
+  return visit_state_type<Stepper, S, State>(v0.rows(), v0.cols(), [&]<class Fixed>(
+                                                                       std::type_identity<Fixed>) {
+    using rebound = stepper_for<Stepper, Fixed>;
+    if constexpr (std::is_same_v<typename rebound::type, Stepper>) {
+      path_integrator<Stepper, S, Source, Observer, Fixed, State> engine(stepper, prob.sde, source,
+                                                                          opt, path_index);
+      return engine.run(v0, grid, observer);
+    } else {
+      typename rebound::type local = rebound::make(stepper);
+      path_integrator<typename rebound::type, S, Source, Observer, Fixed, State> engine(
+          local, prob.sde, source, opt, path_index);
+      return engine.run(v0, grid, observer);
+    }
+  });
 }
 
 }  // namespace detail
 
 /// Integrates one path of `prob` with `stepper`, noise from stream (seed, path_index). obs(v, t) is
 /// called at t0 and after every grid step (odeint's observer convention).
-/// For m ∈ {2, 3, 4, 8} (is_fixed_size) the path is stepped on square_matrix<m> states with a
-/// stepper of the same scheme (Stepper::rebind_state<square_matrix<m>>, default-constructed) when
-/// the problem is also an Sde<S, square_matrix<m>>; otherwise, and for every other m, on
-/// ncsde::matrix with `stepper` itself. The result is ncsde::matrix either way.
-template <class Stepper, class S, class Observer = detail::null_observer>
-  requires Sde<S>
-path_result integrate(Stepper& stepper, const problem<S>& prob, const integrate_options& opt,
-                      std::uint64_t seed, std::uint64_t path_index = 0, Observer observer = {}) {
+/// Fixed-size fast path: for a square ncsde::matrix state of m ∈ {1, 2, 3, 4, 8}, or an
+/// ncsde::vector state of d ∈ {1, 2, 3, 4}, the path is stepped on the compile-time-sized type
+/// (square_matrix<m>, column_vector<d>) with a stepper of the same scheme
+/// (Stepper::rebind_state) when the problem is also an Sde on that type; otherwise on the problem's
+/// state type. The result has the problem's state type either way.
+template <class Stepper, class S, class State, class Observer = detail::null_observer>
+  requires Sde<S, State>
+basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& prob,
+                                   const integrate_options& opt, std::uint64_t seed,
+                                   std::uint64_t path_index = 0, Observer observer = {}) {
   validate_options(opt);
-  const matrix v0 = detail::validate_problem(prob);
+  integrate_options resolved;
+  const State v0 =
+      detail::validate_problem("integrate", prob, opt, Stepper::needs_iterated_integrals, resolved);
   const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
-  const int m = static_cast<int>(v0.rows());
-  const int k = prob.sde.noise_dimension(m);
+  const int k = prob.sde.noise_dimension(static_cast<int>(v0.rows()));
   stream_brownian source(random_stream(seed, path_index), k, opt.levy_area);
-  return detail::visit_state_type<Stepper, S>(m, [&]<class State>(std::type_identity<State>) {
-    using rebound = detail::stepper_for<Stepper, State>;
-    if constexpr (std::is_same_v<State, matrix>) {
-      detail::path_integrator<Stepper, S, stream_brownian, Observer> engine(
-          stepper, prob.sde, source, opt, static_cast<long long>(path_index));
-      return engine.run(v0, grid, observer);
-    } else {
-      typename rebound::type local = rebound::make(stepper);
-      detail::path_integrator<typename rebound::type, S, stream_brownian, Observer, State> engine(
-          local, prob.sde, source, opt, static_cast<long long>(path_index));
-      return engine.run(v0, grid, observer);
-    }
-  });
+  return detail::integrate_path(stepper, prob, v0, grid, resolved, source,
+                                static_cast<long long>(path_index), observer);
+}
+
+/// Integrates one path of `prob` with `stepper`, its increments from `source` (any NoiseSource, e.g.
+/// a grid_brownian_source reading one fine Brownian path at this run's step size, so that several
+/// step sizes see the same path). source.dimension() must equal the SDE's noise_dimension, and the
+/// `refine` policy needs a BridgedNoiseSource (ncsde::invalid_argument otherwise). The result is
+/// reported as path `path_index` in errors.
+template <class Stepper, class S, class State, NoiseSource Source,
+          class Observer = detail::null_observer>
+  requires Sde<S, State>
+basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& prob,
+                                   const integrate_options& opt, Source& source,
+                                   Observer observer = {}, long long path_index = 0) {
+  validate_options(opt);
+  integrate_options resolved;
+  const State v0 =
+      detail::validate_problem("integrate", prob, opt, Stepper::needs_iterated_integrals, resolved);
+  if constexpr (!BridgedNoiseSource<Source>)
+    if (resolved.policy == pd_policy::refine)
+      throw_invalid("integrate", "pd policy 'refine' needs a noise source with a bridge split");
+  const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
+  detail::validate_source_dimension("integrate", source.dimension(),
+                                    prob.sde.noise_dimension(static_cast<int>(v0.rows())),
+                                    path_index);
+  return detail::integrate_path(stepper, prob, v0, grid, resolved, source, path_index, observer);
 }
 
 }  // namespace ncsde

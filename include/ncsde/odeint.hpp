@@ -239,8 +239,9 @@ inline void validate_deterministic_options(const deterministic_options& o) {
 
 /// Solves the deterministic limit dV = b(t, V) dt, V(t0) = V0, of `prob` on [t0, T] with odeint.
 /// obs(v, t) is called at t0 and after every accepted step (odeint's observer convention), the last
-/// time at t = T exactly; never on a blown-up state. V0 is validated as by integrate() (square,
-/// finite, symmetric, positive semidefinite), t0, T and dt by integrate()'s grid rules, and the
+/// time at t = T exactly; never on a blown-up state. V0 is validated as by integrate() (for the
+/// SDE's state space: finite; square and symmetric on symmetric spaces; positive semidefinite on the
+/// cone), t0, T and dt by integrate()'s grid rules, and the
 /// options as documented; violations throw ncsde::invalid_argument naming the parameter and value.
 /// The state is neither symmetrised nor projected: when b(t, V) is symmetric for symmetric V, the
 /// solution stays symmetric up to round-off. odeint's step_adjustment_error (the step-size control
@@ -251,7 +252,7 @@ deterministic_result solve_deterministic(const problem<S>& prob, const determini
                                          Observer observer = {}) {
   namespace odeint = boost::numeric::odeint;
   detail::validate_deterministic_options(opt);
-  matrix v = validate_state("solve_deterministic", "V0", prob.v0);
+  matrix v = validate_state_on("solve_deterministic", "V0", state_space_of<S>, prob.v0);
   const step_grid grid(prob.t0, prob.t_end, opt.dt);  // rk4's grid
 
   long long calls = 0;
@@ -292,7 +293,8 @@ deterministic_result solve_deterministic(const problem<S>& prob, const determini
 /// An ncsde SDE stepper as an odeint Stepper (stepper_category = stepper_tag) on the uniform grid
 /// t_n = t0 + n·dt. do_step(sde, v, t, h) advances v by one step of Stepper with the increment of
 /// step n = ⌊(t − t0)/dt + 1/2⌋ drawn from the stream_brownian (with the iterated integrals when
-/// Stepper needs them), then makes v exactly symmetric, as integrate() does.
+/// Stepper needs them), then, on symmetric and cone spaces, makes v exactly symmetric, as
+/// integrate() does.
 ///  - A full step (h = dt up to 1e-9 relative) spans [t_n, t_{n+1}] with both ends recomputed as
 ///    t0 + n·dt, so its length is t_{n+1} − t_n, exactly as on integrate()'s grid.
 ///  - A shorter h is the final partial step [t_n, t_n + h] of a horizon that dt does not divide
@@ -364,7 +366,7 @@ class odeint_stepper {
           fmt::format("odeint_stepper: the {} returned {} at step {}, t = {} (max |V| = {:.6g})",
                       e.which, e.what, n, t, v.cwiseAbs().maxCoeff()));
     }
-    symmetrize(v);
+    if constexpr (is_symmetric_space(state_space_of<S>)) symmetrize(v);
   }
 
   /// The wrapped scheme (with its workspaces).

@@ -131,8 +131,8 @@ TEST_CASE("fixed-size path: chosen for m in {2, 3, 4, 8} when SDE and stepper su
   static_assert(!has_fixed_path<3, em, dynamic_only>);
   // The state type each m runs on.
   auto state_of = [](int m) {
-    return ncsde::detail::visit_state_type<em, models::covariance_sde>(
-        m, []<class State>(std::type_identity<State>) {
+    return ncsde::detail::visit_state_type<em, models::covariance_sde, ncsde::matrix>(
+        m, m, []<class State>(std::type_identity<State>) {
           return static_cast<int>(State::RowsAtCompileTime);
         });
   };
@@ -241,13 +241,16 @@ namespace {
 /// The covariance SDE on every state type, without its use_cholesky: integrate() then never hands
 /// it the check's Cholesky factor, and its noise map factorises each state itself.
 struct without_cholesky_hint {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   models::covariance_sde sde;
   int noise_dimension(int m) const { return sde.noise_dimension(m); }
   template <class State>
+    requires ncsde::Sde<models::covariance_sde, State>
   void drift(const State& v, State& out, double t) const {
     sde.drift(v, out, t);
   }
   template <class State>
+    requires ncsde::Sde<models::covariance_sde, State>
   void diffusion(const State& v, const vector& xi, State& out, double t) const {
     sde.diffusion(v, xi, out, t);
   }

@@ -29,6 +29,7 @@ using ncsde::vector;
 /// 10³ (the cubic drift explodes once the noise has pushed the top eigenvalue up), and the additive
 /// noise near the small eigenvalue drives many steps out of the cone. Both are exercised below.
 struct cubic_additive {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   double a = 0.1;
   double sigma = 0.8;
   double nan_above = std::numeric_limits<double>::infinity();  ///< drift is NaN once |V12| exceeds this

@@ -45,6 +45,7 @@ struct recorder {
 
 /// Drift and noise that are finite until t reaches `bad_from`, then NaN in the chosen coefficient.
 struct fails_at_time {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   double bad_from = 0.5;
   bool bad_drift = true;
   int noise_dimension(int) const { return 1; }
@@ -61,18 +62,23 @@ static_assert(ncsde::Sde<fails_at_time>);
 
 /// An SDE that claims no noise.
 struct no_noise {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   int noise_dimension(int) const { return 0; }
   void drift(const matrix& v, matrix& out, double) const { out = -v; }
   void diffusion(const matrix& v, const vector&, matrix& out, double) const { out = matrix::Zero(v.rows(), v.cols()); }
 };
 
-/// dV = huge dt + huge dW (1×1): one step overflows to ±inf or lands far beyond any threshold.
-/// From V0 = 1e308 an EM step of size 1/2 overflows in the sum V + b·dt + G·dw (1e308 + 8.5e307 > DBL_MAX)
-/// whatever the noise, while both coefficients stay finite (|G·dw| ≤ 1e300·8.6: Box–Muller normals are
-/// bounded by √(2·53·ln 2) < 8.6), so it is the step, not a coefficient, that leaves the doubles.
+/// dV = huge dt + huge dW (1×1): one step overflows to +inf or lands far beyond any threshold.
+/// From V0 = 1 an EM step of size 1 computes b·dt + G·dw = DBL_MAX + 1e300·ΔW, which overflows to
+/// +inf when ΔW > 0 (1e300 is far above half an ulp of DBL_MAX, 2^970) and stays beyond any
+/// threshold otherwise, while both coefficients stay finite (|G·dw| ≤ 1e300·8.6: Box–Muller normals
+/// are bounded by √(2·53·ln 2) < 8.6), so it is the step, not a coefficient, that leaves the doubles.
 struct overflowing {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   int noise_dimension(int) const { return 1; }
-  void drift(const matrix&, matrix& out, double) const { out = scalar(1.7e308); }
+  void drift(const matrix&, matrix& out, double) const {
+    out = scalar(std::numeric_limits<double>::max());
+  }
   void diffusion(const matrix&, const vector& xi, matrix& out, double) const { out = scalar(1e300 * xi(0)); }
 };
 
@@ -272,7 +278,7 @@ TEST_CASE("pd_policy names round-trip; unknown names are rejected") {
     CHECK(ncsde::parse_pd_policy(ncsde::to_string(p)) == p);
   CHECK(ncsde::to_string(pd_policy::throw_error) == "throw");
   CHECK_THROWS_WITH_AS(ncsde::parse_pd_policy("clip"),
-                       doctest::Contains("pd-policy must be one of throw, count, project, refine (got 'clip')"),
+                       doctest::Contains("pd-policy must be one of throw, count, project, refine, automatic (got 'clip')"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(ncsde::parse_pd_policy("", "--policy"), doctest::Contains("--policy must be one of"),
                        ncsde::invalid_argument);
@@ -438,19 +444,23 @@ TEST_CASE("integrate: a cubic drift blows up near the analytic time 1/(2 v0²)")
 }
 
 TEST_CASE("integrate: a step that overflows is a blow-up, never a completed non-finite path") {
-  problem<overflowing> prob{overflowing{}, scalar(1e308), 1.0};
+  problem<overflowing> prob{overflowing{}, scalar(1.0), 1.0};
   integrate_options opt;
-  opt.dt = 0.5;
+  opt.dt = 1.0;
   ncsde::euler_maruyama<> em;
+  int overflowed = 0;
   for (std::uint64_t path = 0; path < 8; ++path) {
     const path_result r = ncsde::integrate(em, prob, opt, 3, path);
     CHECK(r.status == path_status::blown_up);
     CHECK(r.steps == 1);
-    CHECK(r.t_stop == 0.5);
+    CHECK(r.t_stop == 1.0);
+    if (std::isinf(r.v(0, 0))) ++overflowed;
     // The state at t_stop is reported as it is (±inf, NaN or beyond the threshold), so the caller can
     // see what happened; it is never handed on as a completed state.
     CHECK_FALSE(std::abs(r.v(0, 0)) <= opt.blowup_threshold);
   }
+  // ΔW > 0 on about half the paths: P(no overflow in 8) = 2^-8 for this fixed seed's draws.
+  CHECK(overflowed > 0);
 }
 
 TEST_CASE("integrate: stop_condition stops on the grid; later saves are not made") {
@@ -496,6 +506,7 @@ namespace {
 /// Returns coefficients of the wrong size (drift or noise), or declares one noise dimension while
 /// reading another: problem defects the steppers must report, never undefined behaviour.
 struct misshapen_sde {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   bool bad_drift = false;
   int declared_k = 2;
   int noise_dimension(int) const { return declared_k; }

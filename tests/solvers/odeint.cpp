@@ -23,6 +23,7 @@ namespace {
 /// dV = (1 + c t)(A V + V Aᵀ) dt + σ (Ξ V + V Ξᵀ), Ξ the m×m matrix of the k = m² noise inputs.
 /// With c = 0 the deterministic limit is V(t) = e^{A(t−t0)} V0 e^{Aᵀ(t−t0)}.
 struct linear_sde {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   matrix a;
   double c = 0.0;
   double sigma = 0.3;
@@ -41,6 +42,7 @@ static_assert(ncsde::Sde<linear_sde>);
 
 /// Scalar Riccati dv = v² dt (no noise): v(t) = v0 / (1 − v0 t), blowing up at t = 1/v0.
 struct riccati_sde {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   int noise_dimension(int) const { return 1; }
   void drift(const matrix& v, matrix& out, double) const { out = v.cwiseProduct(v); }
   void diffusion(const matrix& v, const vector&, matrix& out, double) const {
@@ -50,6 +52,7 @@ struct riccati_sde {
 
 /// A drift that is NaN wherever V^{11} > 2 (a defect at a finite state).
 struct nan_drift_sde {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   int noise_dimension(int) const { return 1; }
   void drift(const matrix& v, matrix& out, double) const {
     out = matrix::Constant(v.rows(), v.cols(),

@@ -9,6 +9,7 @@ namespace {
 
 /// dV = −θ (V − I) dt + σ L (Ξ + Ξᵀ)/√2 Lᵀ,  L Lᵀ = V,  Ξ m×m with iid entries: k = m² normals.
 struct my_sde {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   double theta = 1.0, sigma = 0.3;
   int noise_dimension(int m) const { return m * m; }
   void drift(const ncsde::matrix& v, ncsde::matrix& out, double /*t*/) const {

@@ -8,6 +8,7 @@ namespace support {
 /// The covariance SDE through its dynamic-size coefficients only (a user SDE without fixed-size
 /// overloads): integrate() steps it on ncsde::matrix whatever m.
 struct dynamic_only {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   ncsde::models::covariance_sde sde;
   int noise_dimension(int m) const { return sde.noise_dimension(m); }
   void drift(const ncsde::matrix& v, ncsde::matrix& out, double t) const { sde.drift(v, out, t); }

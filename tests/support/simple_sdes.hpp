@@ -15,6 +15,7 @@ namespace support {
 /// One EM step maps x to (1 − λh)·x, negative when λh > 1 (λ_min(V) = x < 0: outside the cone), and
 /// y_T = y_0 + σ Σ_i ΔW_i whatever the step sizes, since the y-equation has no drift.
 struct decoupled_exit {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   double lambda = 15.0;
   double sigma = 0.5;
 
@@ -33,6 +34,7 @@ static_assert(ncsde::Sde<decoupled_exit>);
 /// Scalar (1×1) dv = a v³ dt + σ v dW. With σ = 0 the solution v(t) = (v0⁻² − 2 a t)^{-1/2} blows up
 /// at t* = 1/(2 a v0²).
 struct cubic_scalar {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   double a = 1.0;
   double sigma = 0.0;
 
@@ -53,6 +55,7 @@ static_assert(ncsde::Sde<cubic_scalar>);
 /// so G is linear in ξ, maps to symmetric matrices, and DG_l(V)[H] = H B_l V + V B_l H,
 /// D²G_l(V)[H, H] = 2 H B_l H. Without diffusion_derivative: Milstein uses its derivative-free form.
 struct quadratic_noise {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   ncsde::matrix a, c;
   std::vector<ncsde::matrix> b;  ///< B_1..B_k
 
@@ -82,6 +85,7 @@ static_assert(ncsde::SdeWithDiffusionDerivative<quadratic_noise_with_derivative>
 /// Scalar (1×1) dX = μ X dt + σ X² dW with G' = 2σX, for the classical Milstein formula
 ///   X + μX h + σX² ΔW + ½ (σX²)(2σX) (ΔW² − h).
 struct scalar_quadratic {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   double mu = 0.3;
   double sigma = 0.7;
 

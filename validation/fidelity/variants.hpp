@@ -29,6 +29,8 @@ std::string_view to_string(sde_variant v);
 /// (G then Z). Throws ncsde::invalid_argument when the variant does not apply to the model.
 class variant_sde {
  public:
+  /// Covariance SDEs live on the positive-semidefinite cone, as their base does.
+  static constexpr state_space space = state_space::psd_cone;
   variant_sde(const models::covariance_sde& base, sde_variant variant);
 
   sde_variant variant() const { return m_variant; }

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/state_space.hpp"
 #include "ncsde/models/coefficients.hpp"
 
 namespace ncsde::models {
@@ -58,6 +59,8 @@ struct shaped_workspace {
 /// The coefficients do not depend on t. The diffusion caches the factor L of the last V it saw.
 class covariance_sde {
  public:
+  /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   /// Builds the SDE of `arch` with parameters p; throws ncsde::invalid_argument on a bad parameter.
   covariance_sde(architecture arch, const shaped_params& p);
 

@@ -10,10 +10,16 @@
 ///    Orders: strong 1 when the noise is commutative (L^j G_l = L^l G_j for all j, l), weak 1 always;
 ///    on non-commutative noise its strong order falls to 1/2.
 ///
-/// The derivative term uses the problem's diffusion_derivative when it has one
-/// (SdeWithDiffusionDerivative); otherwise the derivative-free Runge–Kutta form
-/// (Kloeden–Platen, 11.1): (L^j G)(V) ξ ≈ [G(Ῡ_j) − G(V)] ξ / √dt with support Ῡ_j = V + b dt + G_j √dt,
-/// which has the same strong order. Cost per step: k noise evaluations to form the columns G_j, then k
+/// The derivative term, chosen by the stepper's milstein_derivative option:
+///  - analytic: the problem's diffusion_derivative (SdeWithDiffusionDerivative; a problem without
+///    one is refused with ncsde::invalid_argument at the first step);
+///  - derivative_free: the Runge–Kutta form (Kloeden–Platen, 11.1),
+///    (L^j G)(V) ξ ≈ [G(Ῡ_j) − G(V)] ξ / √dt with support Ῡ_j = V + b dt + G_j √dt, which has the same
+///    strong order and needs only the noise map;
+///  - automatic (the default): analytic when the problem has diffusion_derivative, else
+///    derivative-free.
+/// So one stepper type compares both forms on one problem: milstein<>{milstein_derivative::analytic}
+/// against milstein<>{milstein_derivative::derivative_free}. Cost per step: k noise evaluations to form the columns G_j, then k
 /// derivative evaluations (or k noise evaluations at the supports) applied to the rows of I:
 /// O(k·cost(G)). For k = O(m²) structured noise that is O(m⁵): Milstein pays off for strong-error
 /// studies; for law-level (weak) work Euler–Maruyama is the cheaper scheme of the same weak order.
@@ -21,16 +27,26 @@
 #include <vector>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/noise.hpp"
 #include "ncsde/steppers/detail.hpp"
 
 namespace ncsde {
+
+/// How the Milstein schemes form the derivative term L^j G_l (see the top of this header).
+enum class milstein_derivative { automatic, analytic, derivative_free };
 
 namespace detail {
 
 template <class State, bool Commutative>
 class milstein_base {
  public:
+  milstein_base() = default;
+  explicit milstein_base(milstein_derivative form) : m_form(form) {}
+
+  /// The derivative form this stepper uses.
+  milstein_derivative derivative_form() const { return m_form; }
+
   template <class S>
     requires Sde<S, State>
   void do_step(const S& sde, State& v, double t, const noise_increment& inc) {
@@ -68,33 +84,56 @@ class milstein_base {
     }
 
     m_term.setZero();
+    bool analytic = false;
     if constexpr (SdeWithDiffusionDerivative<S, State>) {
-      for (int j = 0; j < k; ++j) {
-        m_row = iterated.row(j).transpose();
-        sde.diffusion_derivative(v, m_columns[j], m_row, m_work, t);
-        require_finite(m_work, v, "noise map derivative");
-        m_term += m_work;
-      }
+      analytic = m_form != milstein_derivative::derivative_free;
     } else {
-      // Σ_j [G(Ῡ_j) − G(V)] I_(j,·) / √h; the G(V) part sums to G(V) (Σ_j I_(j,·)).
-      const double sqrt_h = std::sqrt(h);
-      resize_like(m_support, v);
-      for (int j = 0; j < k; ++j) {
-        m_support = v + h * m_drift + sqrt_h * m_columns[j];
-        m_row = iterated.row(j).transpose();
-        sde.diffusion(m_support, m_row, m_work, t);
-        require_finite(m_work, v, "noise map");
-        m_term += m_work;
-      }
-      m_row = iterated.colwise().sum().transpose();
-      sde.diffusion(v, m_row, m_work, t);
-      m_term -= m_work;
-      m_term /= sqrt_h;
+      if (m_form == milstein_derivative::analytic)
+        throw invalid_argument(
+            "milstein: derivative form 'analytic' needs the SDE's diffusion_derivative(v, h, xi, "
+            "out, t), which this SDE does not have (use automatic or derivative_free)");
+    }
+    if (analytic) {
+      if constexpr (SdeWithDiffusionDerivative<S, State>) analytic_term(sde, v, t, k, iterated);
+    } else {
+      derivative_free_term(sde, v, t, h, k, iterated);
     }
     v += h * m_drift + m_noise + m_term;
   }
 
+ protected:
+  milstein_derivative m_form = milstein_derivative::automatic;
+
  private:
+  template <class S>
+  void analytic_term(const S& sde, const State& v, double t, int k, const matrix& iterated) {
+    for (int j = 0; j < k; ++j) {
+      m_row = iterated.row(j).transpose();
+      sde.diffusion_derivative(v, m_columns[j], m_row, m_work, t);
+      require_finite(m_work, v, "noise map derivative");
+      m_term += m_work;
+    }
+  }
+
+  /// Σ_j [G(Ῡ_j) − G(V)] I_(j,·) / √h; the G(V) part sums to G(V) (Σ_j I_(j,·)).
+  template <class S>
+  void derivative_free_term(const S& sde, const State& v, double t, double h, int k,
+                            const matrix& iterated) {
+    const double sqrt_h = std::sqrt(h);
+    resize_like(m_support, v);
+    for (int j = 0; j < k; ++j) {
+      m_support = v + h * m_drift + sqrt_h * m_columns[j];
+      m_row = iterated.row(j).transpose();
+      sde.diffusion(m_support, m_row, m_work, t);
+      require_finite(m_work, v, "noise map");
+      m_term += m_work;
+    }
+    m_row = iterated.colwise().sum().transpose();
+    sde.diffusion(v, m_row, m_work, t);
+    m_term -= m_work;
+    m_term /= sqrt_h;
+  }
+
   State m_drift, m_noise, m_term, m_work, m_support;
   std::vector<State> m_columns;
   matrix m_iterated;
@@ -114,6 +153,14 @@ class milstein : public detail::milstein_base<State, false> {
   /// The same scheme on another state type (see euler_maruyama::rebind_state).
   template <class OtherState>
   using rebind_state = milstein<OtherState>;
+
+  milstein() = default;
+  /// A stepper forming the derivative term by `form`.
+  explicit milstein(milstein_derivative form) : detail::milstein_base<State, false>(form) {}
+  /// The same scheme and options on another state type (what rebinding uses).
+  template <class OtherState>
+  explicit milstein(const milstein<OtherState>& other)
+      : detail::milstein_base<State, false>(other.derivative_form()) {}
 };
 
 /// Milstein for commutative noise (no Lévy areas). Orders: strong 1 on commutative noise
@@ -128,6 +175,14 @@ class milstein_commutative : public detail::milstein_base<State, true> {
   /// The same scheme on another state type (see euler_maruyama::rebind_state).
   template <class OtherState>
   using rebind_state = milstein_commutative<OtherState>;
+
+  milstein_commutative() = default;
+  /// A stepper forming the derivative term by `form`.
+  explicit milstein_commutative(milstein_derivative form) : detail::milstein_base<State, true>(form) {}
+  /// The same scheme and options on another state type (what rebinding uses).
+  template <class OtherState>
+  explicit milstein_commutative(const milstein_commutative<OtherState>& other)
+      : detail::milstein_base<State, true>(other.derivative_form()) {}
 };
 
 }  // namespace ncsde
