@@ -71,8 +71,8 @@ inline constexpr double dt = 1.0 / 256.0;
 
 /// V₀ = I + C, C^{ab} = 0.3/(1 + |a − b|) off the diagonal: correlated tokens, positive definite
 /// for every m (the Toeplitz symbol is ≥ 1 − 0.6(1 − ln 2) > 0.8). The attention-type SDEs blow up
-/// from it in finite time (SPEC.md §7.1): about 5% of attention and 7% of transformer paths by
-/// T = 1 at m = 4, under 0.5% by T = 1/4. numpy_em.py builds the same matrix.
+/// from it in finite time (docs/maths.md §8.1): about 5% of attention and 7% of transformer paths
+/// by T = 1 at m = 4, under 0.5% by T = 1/4. numpy_em.py builds the same matrix.
 inline matrix initial_state(int m) {
   matrix v = matrix::Identity(m, m);
   for (int a = 0; a < m; ++a)

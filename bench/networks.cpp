@@ -1,6 +1,6 @@
 // Finite-network benchmarks (bench/README.md, item 5; `bench/run` runs them all), m = 4 tokens:
 //  - layer/<sampler>/<model>/n:<n>: one layer of the literal network (n×n Gaussian weights drawn
-//    and multiplied) and of the exact-in-law reduced sampler (SPEC.md §6), n ∈ {64, 128, 256,
+//    and multiplied) and of the exact-in-law reduced sampler (docs/maths.md §7), n ∈ {64, 128, 256,
 //    512}; items/s = layers/s. Literal layers carry their operation count (normals, GEMM flops)
 //    and their achieved GEMM rate as counters.
 //  - eigen/gemm_tall/m:4/n:<n>: Eigen's single-core rate on the literal layer's own product shape,

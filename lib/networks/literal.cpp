@@ -110,7 +110,8 @@ network_constants validate_network(const char* where, models::architecture arch,
     k.lambda = std::sqrt(1.0 - p.gamma2);
     k.gamma = std::sqrt(p.gamma2);
   }
-  // Shaped: τ = τ₀√(n n_k) (SPEC.md §1.3); unshaped: τ = τ₀√n_k, the usual QKᵀ/√n_k at τ₀ = 1.
+  // Shaped: τ = τ₀√(n n_k) (docs/maths.md §2.4); unshaped: τ = τ₀√n_k, the usual QKᵀ/√n_k
+  // at τ₀ = 1.
   k.tau = form == attention_form::shaped ? p.tau0 * std::sqrt(static_cast<double>(n) * n_k)
                                          : p.tau0 * std::sqrt(static_cast<double>(n_k));
   return k;

@@ -1,6 +1,6 @@
 # ctest driver for `ncsde coefficients` and `ncsde simulate` (cmake -DNCSDE=<path to ncsde> -P
 # models_cli.cmake):
-#  1. mlp coefficients at V = [[1, .5], [.5, 1]] against the closed forms of SPEC.md §2.1;
+#  1. mlp coefficients at V = [[1, .5], [.5, 1]] against the closed forms of docs/maths.md §3.2;
 #  2. attention coefficients at V = [[2, 1], [1, 1]] against k_lin Σ_lin + k_att Σ_att by hand;
 #  3. a small simulate run writes a CSV with the documented header and one row per path;
 #  4. bad model flags and matrices fail with exit code 2 and a message naming the flag and the value.

@@ -52,7 +52,7 @@ endfunction()
 set(dir "${CMAKE_CURRENT_BINARY_DIR}/networks_cli")
 file(REMOVE_RECURSE "${dir}")
 file(MAKE_DIRECTORY "${dir}")
-# SPEC.md §8 reference state V3 (m = 3).
+# docs/maths.md §9.1 reference state V3 (m = 3).
 set(v3 "1,0.6324555320336759,0.25099800796022265\;0.6324555320336759,1.6,0.7408103670980852\;0.25099800796022265,0.7408103670980852,0.7")
 
 # ---- 1. CSV layout: m = 2 reduced, m = 3 literal (transformer: both sublayers) and reduced ----

@@ -53,7 +53,8 @@ matrix prefix_projector(int m, int a) {
   return p;
 }
 
-/// Direct O(m⁵) causal drift, literally SPEC.md §2.1: u_a from P_a V P_a, T^{ab} = tr(P_a V P_b V).
+/// Direct O(m⁵) causal drift, literally docs/maths.md §3.2.3: u_a from P_a V P_a,
+/// T^{ab} = tr(P_a V P_b V).
 matrix b_causal_direct(const matrix& v, double tau0) {
   const int m = static_cast<int>(v.rows());
   std::vector<matrix> p(m);
@@ -124,7 +125,7 @@ std::vector<named_model> all_models() {
 TEST_CASE("structured noise samplers have exactly the dense covariance, for any factor of V") {
   // Each sampler is linear in its Gaussian input, so its covariance is a sum over the m² basis
   // inputs. Both sides are sums of O(m²) products of O(m³)-flop quantities; relative round-off is a
-  // few hundred ε at m = 6 (≈ 5e-14), so 1e-13 is the bound (the spec measured ≤ 2e-15).
+  // few hundred ε at m = 6 (≈ 5e-14), so 1e-13 is the bound (docs/maths.md §9.2: ≤ 2e-15 measured).
   const double tol = 1e-13;
   const double tau0 = 0.7;
   for (int m : {2, 3, 4, 6}) {

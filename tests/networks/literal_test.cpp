@@ -72,8 +72,9 @@ TEST_CASE("literal networks start at X0 X0ᵀ/n = V0 to round-off") {
 }
 
 TEST_CASE("MLP one-layer drift is exactly c(n) b_ReLU at finite n (SPEC.md §5)") {
-  // n E[V₁ − V₀ | V₀] = c(n) b_ReLU(V₀) holds exactly for every n (§4.2), so only Monte Carlo error
-  // remains: 20'000 independent one-layer networks at n = 16, 5 standard errors per entry.
+  // n E[V₁ − V₀ | V₀] = c(n) b_ReLU(V₀) holds exactly for every n (docs/maths.md §5.2), so only
+  // Monte Carlo error remains: 20'000 independent one-layer networks at n = 16, 5 standard errors
+  // per entry.
   const int m = 3;
   const int n = 16;
   const int draws = 20'000;
@@ -137,7 +138,7 @@ TEST_CASE("causal attention: token 0 gets no attention") {
     CHECK((x.row(0) - y.row(0)).cwiseAbs().maxCoeff() == 0.0);
     CHECK((x.row(1) - y.row(1)).cwiseAbs().maxCoeff() > 0.0);
 
-    // Drift of V⁰⁰ is exactly 0 at every n (§5): 20'000 networks, 5 standard errors.
+    // Drift of V⁰⁰ is exactly 0 at every n (docs/maths.md §6): 20'000 networks, 5 standard errors.
     support::sample_mean d00;
     const matrix v0 = v0_3x3();
     for (int i = 0; i < 20'000; ++i) {
@@ -151,8 +152,8 @@ TEST_CASE("causal attention: token 0 gets no attention") {
 }
 
 TEST_CASE("ResNet one-layer drift is exactly γ² c(n) b_ReLU at finite n (SPEC.md §5)") {
-  // Exact for every n (§4.2 with the read-out lemma §4.1: E[V₁ | X, ℱ] = λ²V + γ²Ṽ and
-  // n E[Ṽ − V] = c(n) b_ReLU). 20'000 networks at n = 16, r = 2 (hidden width 32), 5 standard
+  // Exact for every n (docs/maths.md §5.2 with the read-out lemma §5.1: E[V₁ | X, ℱ] = λ²V + γ²Ṽ
+  // and n E[Ṽ − V] = c(n) b_ReLU). 20'000 networks at n = 16, r = 2 (hidden width 32), 5 standard
   // errors.
   const int m = 3;
   const int n = 16;
@@ -180,7 +181,7 @@ TEST_CASE("attention one-layer drift n E[ΔV] ≈ γ² b_att (SPEC.md §4.3, §5
   // D = X₁X₁ᵀ − X̃₁X̃₁ᵀ (= n·(V₁ − Ṽ₁)) has E[D] = n E[V₁ − V₀] and a much smaller variance (the
   // Wishart fluctuation of W^V cancels to leading order).
   // Tolerance: 5 standard errors plus an O(1/n) allowance for the next order of the expansion of
-  // §4.3 (terms ε⁴ξ⁴V with ε² = 1/(τ₀²n), ξ ~ V): γ² max|V₀|⁵/(τ₀⁴ n) ≈ 0.019 here.
+  // docs/maths.md §5.3 (terms ε⁴ξ⁴V with ε² = 1/(τ₀²n), ξ ~ V): γ² max|V₀|⁵/(τ₀⁴ n) ≈ 0.019 here.
   const int m = 3;
   const int n = 64;
   const int n_k = 16;

@@ -27,8 +27,8 @@ using networks::attention_form;
 static_assert(networks::network_sampler<networks::literal_network>);
 static_assert(networks::network_sampler<networks::reduced_network>);
 
-/// SPEC.md §8 reference state V3 = D R D: diag (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7
-/// (1-indexed tokens; det R = 0.38 > 0).
+/// The reference state V3 of docs/maths.md §9.1: V3 = D R D, diag (1, 1.6, 0.7), ρ¹² = 0.5,
+/// ρ¹³ = 0.3, ρ²³ = 0.7 (1-indexed tokens; det R = 0.38 > 0).
 matrix v3() {
   const double d[3] = {1.0, 1.6, 0.7};
   const double rho[3][3] = {{1.0, 0.5, 0.3}, {0.5, 1.0, 0.7}, {0.3, 0.7, 1.0}};
@@ -47,9 +47,9 @@ struct config {
   attention_form form;
 };
 
-/// The nine configurations of the agreement tests (m = 3): SPEC.md §8's list plus n_h = 2 without
-/// W^O and unshaped attention. Shaping c₊ = 0, c₋ = −2 (the default); γ² = ½; τ₀ = `tau0` for the
-/// shaped attention types and τ₀ = 1 (the usual QKᵀ/√n_k) for the unshaped one.
+/// The nine configurations of the agreement tests (m = 3): docs/maths.md §9.4's list plus n_h = 2
+/// without W^O and unshaped attention. Shaping c₊ = 0, c₋ = −2 (the default); γ² = ½; τ₀ = `tau0`
+/// for the shaped attention types and τ₀ = 1 (the usual QKᵀ/√n_k) for the unshaped one.
 std::vector<config> agreement_configs(int n, double tau0) {
   models::shaped_params base;
   base.gamma2 = 0.5;
@@ -319,10 +319,10 @@ TEST_CASE("literal and reduced networks agree at the smallest widths n = m = 3 a
 }
 
 TEST_CASE("literal and reduced networks agree in law along paths (n = d = 16, KS on ρ¹² and V¹¹)") {
-  // Depth d = n = 16 (T = 1) from V3, τ₀ = ½ (SPEC.md §8's strong attention); `literal_paths`
-  // literal and `reduced_paths` reduced networks. This checks the chain (fresh counters per layer,
-  // the transformer's two sublayers, the state carried between layers); the per-layer law is
-  // pinned down by the one-step test above.
+  // Depth d = n = 16 (T = 1) from V3, τ₀ = ½ (docs/maths.md §9.1's strong attention);
+  // `literal_paths` literal and `reduced_paths` reduced networks. This checks the chain (fresh
+  // counters per layer, the transformer's two sublayers, the state carried between layers); the
+  // per-layer law is pinned down by the one-step test above.
   // Two-sample KS at level 0.001 per statistic: 9 configurations × 2 statistics, family-wise
   // false-alarm rate ≤ 18 × 0.001 = 0.018 (the statistics of one configuration are dependent, so
   // this union bound is conservative).

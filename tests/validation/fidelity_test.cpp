@@ -51,7 +51,7 @@ TEST_CASE("variant_sde: exact covariances of the wrong variants (basis sums)") {
     const matrix got_vpv = noise_covariance(cli::variant_sde(base, cli::sde_variant::vpv), v);
     CHECK((got_vpv - expect_vpv).norm() <= 1e-13 * expect_vpv.norm());
     // It is genuinely different from the right Σ (the point of the variant): its attention part is
-    // off by more than 30% in Frobenius norm (SPEC.md §8: "off by ~50%").
+    // off by more than 30% in Frobenius norm (docs/maths.md §3.2.4: about 50%).
     matrix right;
     base.covariance(v, right, 0.0);
     models::sigma_att(v, tau0, att);

@@ -1,6 +1,6 @@
 #pragma once
-/// SDE-vs-network fidelity (SPEC.md §7.1, §8): laws of stopped processes compared by two-sample
-/// statistics.
+/// SDE-vs-network fidelity (docs/maths.md §8.1, §9.5): laws of stopped processes compared by
+/// two-sample statistics.
 ///
 /// Both processes are stopped at τ = the first time max_a V^{aa} > K, and the SDE is monitored only
 /// on the network's grid k/n (a network can only be seen at its layers, so monitoring the SDE more
@@ -76,9 +76,9 @@ struct comparison {
   double reference = 0.0;      ///< the reference's proportion (proportions only)
   double stderr_ = 0.0;        ///< SE of value − reference (proportions only)
   double p_value = 1.0;
-  /// Part of the tested family (laws of the stopped processes). The unstopped tail is reported
-  /// for information only: beyond the stop level the network need not follow the SDE (the
-  /// convergence is local, SPEC.md §7.1), so a difference there is not evidence against the SDE.
+  /// Part of the tested family (laws of the stopped processes). The unstopped tail is reported for
+  /// information only: beyond the stop level the network need not follow the SDE (the convergence
+  /// is local, docs/maths.md §8.1), so a difference there is not evidence against the SDE.
   bool in_family = true;
 };
 

@@ -1,11 +1,11 @@
 #pragma once
 /// Deliberately wrong covariance SDEs, for the power check of `ncsde validate`: a validation that
-/// cannot reject these cannot be trusted to accept the right one (SPEC.md §8).
+/// cannot reject these cannot be trusted to accept the right one (docs/maths.md §9.5).
 ///
 ///   correct              the model's SDE (models::covariance_sde), unchanged
 ///   vpv                  attention diffusion with Φ = VPV in place of VPVPV: the attention noise
 ///                        (ζPV + VPζᵀ)/(mτ₀) with ζ = L Z instead of L Z Lᵀ, whose covariance is
-///                        V^{ac}(VPV)^{bd} + … (the tempting shortcut SPEC.md warns about)
+///                        V^{ac}(VPV)^{bd} + … (the tempting shortcut of docs/maths.md §3.2.4)
 ///   no-attention-noise   attention diffusion Σ_att dropped (k_att = 0), drift kept
 ///   no-attention         both attention terms dropped: drift without γ² b_att, k_att = 0 (the
 ///                        linear part k_lin Σ_lin, which the residual stream has anyway, is kept)

@@ -1,7 +1,7 @@
 #pragma once
-/// Command-line flags shared by the model-layer subcommands (`ncsde coefficients`, `ncsde simulate`):
-/// the architecture and the parameters of ncsde::models::shaped_params (SPEC.md §10), plus the
-/// parser of matrices written on the command line.
+/// Command-line flags shared by the model-layer subcommands (`ncsde coefficients`,
+/// `ncsde simulate`): the architecture and the parameters of ncsde::models::shaped_params
+/// (docs/maths.md §10), plus the parser of matrices written on the command line.
 ///
 ///   --model mlp|resnet|attention|transformer  --c-plus C  --c-minus C  --gamma2 G  --tau0 T
 ///   --hidden-ratio R  --heads N  --output-projection  --causal
@@ -75,7 +75,7 @@ struct network_flags {
 /// CLI11 with the flag and the value in the message (exit code 2).
 void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size);
 
-/// A finite-network sampler of either kind (SPEC.md §1 literal weights, §6 reduced in law).
+/// A finite-network sampler of either kind (docs/maths.md §2 literal weights, §7 reduced in law).
 using any_network = std::variant<networks::literal_network, networks::reduced_network>;
 
 /// Parses "shaped", "unshaped"; throws ncsde::invalid_argument naming --attention.

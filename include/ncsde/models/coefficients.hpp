@@ -1,6 +1,7 @@
 #pragma once
-/// Building blocks of the neural covariance SDEs (SPEC.md §2.1 and §3): drifts, dense diffusion
-/// operators Σ over packed pairs, and the structured O(m³) noise samplers that reproduce them.
+/// Building blocks of the neural covariance SDEs (docs/maths.md §3.2 and §4): drifts, dense
+/// diffusion operators Σ over packed pairs, and the structured O(m³) noise samplers that reproduce
+/// them.
 ///
 /// Conventions: V is a symmetric m×m matrix; tokens are 0-indexed here, so the token a (0-indexed)
 /// of the causal formulas has k_a = a + 1 keys. P = I − (1/m) 1 1ᵀ; P_a is the centring projector

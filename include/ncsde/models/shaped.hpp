@@ -1,5 +1,5 @@
 #pragma once
-/// Covariance SDEs of shaped networks in the proportional limit (SPEC.md §2.2, §2.3, §3):
+/// Covariance SDEs of shaped networks in the proportional limit (docs/maths.md §3.3, §3.4, §4):
 ///   dV = b(V) dt + dM,   Cov(dM) = Σ(V) dt,   Σ = k_lin Σ_lin + k_att Σ_att|causal,
 /// with the building blocks of models/coefficients.hpp and (drift, k_lin, k_att) per architecture:
 ///   mlp          b_ReLU                          k_lin = 1                      k_att = 0
@@ -7,9 +7,9 @@
 ///   attention    γ² b_att                        k_lin = κ                      k_att = γ⁴/n_h
 ///   transformer  γ² (b_att + b_ReLU)             k_lin = κ + γ²(2 − γ² + γ²/r)   k_att = γ⁴/n_h
 /// where κ = 2γ² with the output projection W^O and κ = γ²(2 − γ²) without it (for n_h > 1 without
-/// W^O: the averaged full-width-heads variant of §2.3). With `causal`, b_att and Σ_att are replaced
-/// by b_causal and Σ_causal. The diffusion is the structured noise of §3 applied to ξ = (vec G, vec
-/// Z):
+/// W^O: the averaged full-width-heads variant of §2.6, §3.3.2). With `causal`, b_att and Σ_att are
+/// replaced by b_causal and Σ_causal. The diffusion is the structured noise of §4.1 applied to ξ =
+/// (vec G, vec Z):
 ///   G(V) ξ = √k_lin L W Lᵀ + √k_att N_att|causal(L, V, Z),  L Lᵀ = V,
 /// with G = the first m² entries of ξ (column-major) and Z the next m² (attention types only).
 #include <tuple>
@@ -20,10 +20,10 @@
 
 namespace ncsde::models {
 
-/// The network whose limit is taken (SPEC.md §1).
+/// The network whose limit is taken (docs/maths.md §2).
 enum class architecture { mlp, resnet, attention, transformer };
 
-/// Parameters, in the spec's symbols (SPEC.md §10).
+/// Parameters, in the symbols of docs/maths.md §10.
 struct shaped_params {
   double c_plus = 0.0;             ///< c₊, ReLU shaping; finite
   double c_minus = -2.0;           ///< c₋, ReLU shaping; finite
@@ -31,13 +31,13 @@ struct shaped_params {
   double hidden_ratio = 1.0;       ///< r, MLP hidden width r·n; finite and > 0
   double tau0 = 1.0;               ///< τ₀, attention temperature; finite and > 0
   int heads = 1;                   ///< n_h, attention heads; ≥ 1
-  bool output_projection = false;  ///< W^O present (multi-head attention, SPEC.md §1.4)
-  bool causal = false;             ///< causal mask (SPEC.md §1.6)
+  bool output_projection = false;  ///< W^O present (multi-head attention, docs/maths.md §2.5)
+  bool causal = false;             ///< causal mask (docs/maths.md §2.7)
 };
 
-/// Checks the parameters of `arch` against SPEC.md §10 (shared by the SDE and the finite networks):
-/// c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite and > 0; τ₀ finite and > 0; n_h ≥ 1; for mlp and resnet the
-/// attention options keep their defaults (a typo is refused, not ignored). Throws
+/// Checks the parameters of `arch` against docs/maths.md §10 (shared by the SDE and the finite
+/// networks): c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite and > 0; τ₀ finite and > 0; n_h ≥ 1; for mlp and
+/// resnet the attention options keep their defaults (a typo is refused, not ignored). Throws
 /// ncsde::invalid_argument("<where>: <param> must be <rule> (got <value>)").
 void validate_params(const char* where, architecture arch, const shaped_params& p);
 

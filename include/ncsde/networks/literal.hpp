@@ -1,6 +1,6 @@
 #pragma once
-/// Literal finite-width shaped networks (SPEC.md §1): every layer draws its n×n weight matrices
-/// explicitly, so these samplers are the ground truth that the covariance SDEs
+/// Literal finite-width shaped networks (docs/maths.md §2): every layer draws its n×n weight
+/// matrices explicitly, so these samplers are the ground truth that the covariance SDEs
 /// (models/shaped.hpp) are the limit of. One layer is one time step 1/n; X ∈ ℝ^{m×n} (m tokens,
 /// width n) and V = X Xᵀ/n. Tokens are 0-indexed in code (row a has a + 1 keys under the causal
 /// mask).
@@ -13,13 +13,13 @@
 ///                 W^Q_h, W^K_h ∈ ℝ^{n×n_k} iid N(0, 1/n),
 ///                 A_h = I + Softmax(S_h) − C,
 ///                 C = 11ᵀ/m, or C^{aν} = 1[ν≤a]/(a+1) when causal;
-///                 with output_projection (§1.4):
+///                 with output_projection (§2.5):
 ///                 Y = [A_1 X W^V_1, …, A_{n_h} X W^V_{n_h}] W^O/n,  W^V_h ∈ ℝ^{n×(n/n_h)};
 ///                 without it: Y = (1/√n_h) Σ_h A_h X W^V_h/√n,  W^V_h ∈ ℝ^{n×n}
-///                 (§1.3 for n_h = 1, the averaged full-width-heads variant of §2.3 for n_h > 1)
-///   transformer:  Z = attention(X), then X' = resnet(Z); same λ, γ in both sublayers (§1.5)
+///                 (§2.4 for n_h = 1, the averaged full-width-heads variant of §2.6 for n_h > 1)
+///   transformer:  Z = attention(X), then X' = resnet(Z); same λ, γ in both sublayers (§2.8)
 ///
-/// Attention comes in two forms (attention_form): `shaped` is the form above (SPEC.md §1.3);
+/// Attention comes in two forms (attention_form): `shaped` is the form above (docs/maths.md §2.4);
 /// `unshaped` is standard softmax attention, A_h = Softmax(S_h) (Softmax_c when causal) with no
 /// identity and no centring, and temperature τ = τ₀√n_k, so that with τ₀ = 1 the logits are the
 /// usual QKᵀ/√n_k with W^Q, W^K ~ N(0, 1/n). The residual λX + γY, the heads and W^O are the same
@@ -59,13 +59,13 @@ constexpr std::uint64_t weight_tag(weight_kind kind, int head = 0) {
   return static_cast<std::uint64_t>(kind) + 8u * static_cast<std::uint64_t>(head);
 }
 
-/// The attention matrix of a head: shaped (SPEC.md §1.3, A = I + Softmax(S) − C) or unshaped
+/// The attention matrix of a head: shaped (docs/maths.md §2.4, A = I + Softmax(S) − C) or unshaped
 /// (standard softmax attention, A = Softmax(S), temperature τ₀√n_k instead of τ₀√(n n_k)).
 enum class attention_form { shaped, unshaped };
 
 /// The attention matrix of one head from m×m logits S: the row softmax is evaluated stably as
 /// exp(S^{aν} − max_μ S^{aμ}) normalised by its row sum (over ν ≤ a when causal).
-/// Shaped (SPEC.md §1.3, §1.6): A = I + Softmax(S) − C. Full: C = 11ᵀ/m, rows of A sum to 1.
+/// Shaped (docs/maths.md §2.4, §2.7): A = I + Softmax(S) − C. Full: C = 11ᵀ/m, rows of A sum to 1.
 /// Causal: C^{aν} = 1[ν≤a]/(a+1), A^{aν} = 0 for ν > a, and row 0 is e₀ᵀ exactly (its softmax is
 /// the single entry 1). Unshaped: A = Softmax(S) (Softmax_c when causal), a row-stochastic matrix
 /// (rows sum to 1, entries in [0, 1]); causal row 0 is again e₀ᵀ. Throws ncsde::invalid_argument
@@ -131,13 +131,13 @@ std::vector<matrix> run_network(const Network& net, const char* where, const mat
 
 }  // namespace detail
 
-/// A literal shaped network of one architecture (SPEC.md §1), m tokens, width n, key dimension n_k.
-/// Invariant (checked once, in the constructor by validate_network; ncsde::invalid_argument naming
-/// the parameter and value otherwise): m ≥ 1; n ≥ 2 and n ≥ m (X₀ needs m orthonormal rows of
-/// length n); n_k ≥ 1; c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite, > 0 and r·n an integer (within
-/// 1e-9·r·n); τ₀ finite and > 0; n_h ≥ 1 and n_h divides n; for mlp and resnet the attention
-/// options and the form keep their defaults; with a ReLU layer, s₊² + s₋² > 0 (else σ_s ≡ 0 and no
-/// c normalises it).
+/// A literal shaped network of one architecture (docs/maths.md §2), m tokens, width n, key
+/// dimension n_k. Invariant (checked once, in the constructor by validate_network;
+/// ncsde::invalid_argument naming the parameter and value otherwise): m ≥ 1; n ≥ 2 and n ≥ m (X₀
+/// needs m orthonormal rows of length n); n_k ≥ 1; c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite, > 0 and r·n
+/// an integer (within 1e-9·r·n); τ₀ finite and > 0; n_h ≥ 1 and n_h divides n; for mlp and resnet
+/// the attention options and the form keep their defaults; with a ReLU layer, s₊² + s₋² > 0 (else
+/// σ_s ≡ 0 and no c normalises it).
 /// Sampler interface (shared with reduced_network): state = X (m×n), initial_state, step,
 /// covariance, run. Const and thread-safe: every call draws from the stream it is given.
 class literal_network {
@@ -149,7 +149,7 @@ class literal_network {
   literal_network(models::architecture arch, const models::shaped_params& p, int m, int n,
                   int n_k = 1, attention_form form = attention_form::shaped);
 
-  /// The architecture (SPEC.md §1.1–§1.6).
+  /// The architecture (docs/maths.md §2.2–§2.8).
   models::architecture arch() const { return m_arch; }
   /// The validated parameters.
   const models::shaped_params& params() const { return m_params; }

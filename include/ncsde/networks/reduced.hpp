@@ -1,6 +1,6 @@
 #pragma once
-/// Exact-in-law reduced finite-network samplers (SPEC.md §6): the chain V_l = X_l X_lᵀ/n of every
-/// literal network (networks/literal.hpp) sampled without n×n weights, from V alone.
+/// Exact-in-law reduced finite-network samplers (docs/maths.md §7): the chain V_l = X_l X_lᵀ/n of
+/// every literal network (networks/literal.hpp) sampled without n×n weights, from V alone.
 ///
 /// Why it is exact. Rotation invariance: given X_l, the law of V_{l+1} depends on V_l only. Write
 /// V = L Lᵀ (any factor) and X = L √n O with O ∈ ℝ^{m×n} having orthonormal rows. Then for every
@@ -122,7 +122,7 @@ class reduced_network {
   reduced_network(models::architecture arch, const models::shaped_params& p, int m, int n,
                   int n_k = 1, attention_form form = attention_form::shaped);
 
-  /// The architecture (SPEC.md §1.1–§1.6).
+  /// The architecture (docs/maths.md §2.2–§2.8).
   models::architecture arch() const { return m_arch; }
   /// The validated parameters.
   const models::shaped_params& params() const { return m_params; }

@@ -1,5 +1,5 @@
 #pragma once
-/// Many independent finite networks in parallel (SPEC.md §1, §6), as ensembles of the V-chain
+/// Many independent finite networks in parallel (docs/maths.md §2, §7), as ensembles of the V-chain
 /// V_l = X_l X_lᵀ/n, l = 0..d, one layer per time step 1/n.
 ///
 /// Network i runs on the stream random_stream(seed, i) and on nothing else, and writes only its own
@@ -7,13 +7,13 @@
 /// networks ran in. Any sampler with the interface of literal_network / reduced_network works
 /// (concept network_sampler).
 ///
-/// Stopped processes (SPEC.md §7.1, §8): with a finite stop_level K, a network stops at the first
-/// layer τ ≥ 1 with max_a V_τ^{aa} > K (checked on every layer, i.e. on the grid k/n of its time
-/// axis), and every recorded depth at or after τ holds V_τ (the stopped process V_{l∧τ}). With
+/// Stopped processes (docs/maths.md §8.1, §9.5): with a finite stop_level K, a network stops at the
+/// first layer τ ≥ 1 with max_a V_τ^{aa} > K (checked on every layer, i.e. on the grid k/n of its
+/// time axis), and every recorded depth at or after τ holds V_τ (the stopped process V_{l∧τ}). With
 /// continue_after_stop the network records τ and V_τ but runs on, so one run gives both the stopped
-/// and the unstopped laws. A
-/// non-finite V (which a valid finite network never produces, but a sampler bug or an overflow
-/// could) stops the network with status blown_up instead of propagating NaN.
+/// and the unstopped laws. A non-finite V (which a valid finite network never produces, but a
+/// sampler bug or an overflow could) stops the network with status blown_up instead of propagating
+/// NaN.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
