@@ -209,7 +209,7 @@ class lifted_linear {
   std::vector<matrix> m_noise_generators;  ///< 𝓑_j (m²×m²)
 };
 
-/// The linear covariance SDE of SPEC.md §0/§3: dV = Σ_lin(V)^{1/2} dB, drift 0, with the structured
+/// The linear covariance SDE of docs/maths.md §1/§4.1: dV = Σ_lin(V)^{1/2} dB, drift 0, with the structured
 /// noise map G(V)ξ = L W Lᵀ, W = (Ξ + Ξᵀ)/√2, Ξ the m×m matrix holding ξ column-major (k = m²), and
 /// L Lᵀ = V (Cholesky; the symmetric PSD square root of V⁺ when V is not positive definite, see
 /// detail::gram_factor). Cov(dV^{ab}, dV^{cd}) = Σ_lin^{ab,cd} dt = (V^{ac}V^{bd} + V^{ad}V^{bc})

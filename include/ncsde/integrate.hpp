@@ -53,7 +53,7 @@ namespace ncsde {
 ///    deepest half step still leaves the cone, give up with ncsde::pd_violation. Needs a
 ///    BridgedNoiseSource.
 /// Why `project` on the cone by default: the exact solutions stay in the cone; an exit is a
-/// discretisation artefact of size O(dt²·|b|) in a near-null direction (docs/maths.md §8), which the
+/// discretisation artefact of size O(dt²·|b|) in a near-null direction (docs/maths.md §8.2), which the
 /// nearest-point projection removes at that cost, never aborting an ensemble of thousands of paths
 /// for one rare event, and every projection is counted in the result. `refine` is the choice when
 /// the path's noise must be kept exactly, `count` when the unmodified scheme is the object of study.
