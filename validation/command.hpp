@@ -3,8 +3,14 @@
 /// returns its `command`; main.cpp lists them (one line per subcommand).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
+#include <string_view>
+#include <system_error>
 
 namespace ncsde::cli {
 
@@ -14,12 +20,53 @@ inline constexpr int exit_failure =
     1;  ///< the run failed, or (with --check) a result is out of tolerance
 inline constexpr int exit_usage = 2;  ///< bad command line or bad parameter values
 
-/// CLI11 check for unsigned flags such as --seed: a decimal integer in [0, 2^64). Without it CLI11
-/// would wrap "-5" around to 2^64 − 5.
+namespace detail {
+
+/// Rewrites the integer in `text` as an optional '-' and decimal digits without leading zeros, or
+/// returns false when `text` is not an optional sign followed by decimal digits ('-' only with
+/// `allow_negative`). CLI11 2.1 reads integers with strtoll/strtoull in base 0, where "010" is
+/// octal 8 and "0x10" is 16; the canonical text reads as the decimal number the user wrote.
+inline bool canonical_decimal(std::string& text, bool allow_negative) {
+  std::string_view digits = text;
+  bool negative = false;
+  if (!digits.empty() && (digits.front() == '+' || (allow_negative && digits.front() == '-'))) {
+    negative = digits.front() == '-';
+    digits.remove_prefix(1);
+  }
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return false;
+  digits.remove_prefix(std::min(digits.find_first_not_of('0'), digits.size() - 1));
+  text = (negative && digits != "0" ? "-" : "") + std::string(digits);
+  return true;
+}
+
+}  // namespace detail
+
+/// CLI11 transform for integer flags (add it with ->transform(), before any range check): the
+/// value must be written in decimal digits with an optional sign, so "1e9", "1.5" and "0x10" are
+/// refused with the flag and the text named, and "010" is ten, not CLI11's octal eight.
+inline const CLI::Validator decimal_integer(
+    [](std::string& text) -> std::string {
+      const std::string given = text;
+      if (!detail::canonical_decimal(text, /*allow_negative=*/true))
+        return "must be an integer written in decimal digits (got '" + given + "')";
+      return {};
+    },
+    "", "decimal integer");
+
+/// CLI11 transform for unsigned flags such as --seed (add it with ->transform()): a decimal integer
+/// in [0, 2^64 − 1]. Without it CLI11 would wrap "-5" around to 2^64 − 5, clamp "2^64" and above to
+/// 2^64 − 1 and read "010" as octal.
 inline const CLI::Validator non_negative_integer(
     [](std::string& text) -> std::string {
-      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-        return "must be a non-negative integer (got '" + text + "')";
+      const std::string given = text;
+      if (!detail::canonical_decimal(text, /*allow_negative=*/false))
+        return "must be a non-negative integer (got '" + given + "')";
+      std::uint64_t value = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size())
+        return "must be at most 2^64 - 1 = " +
+               std::to_string(std::numeric_limits<std::uint64_t>::max()) + " (got '" + given + "')";
       return {};
     },
     "NONNEGATIVE", "non-negative integer");

@@ -555,12 +555,15 @@ command validate_command() {
     sub.add_option("--T", a->t_end, "Final time T = d/n")->capture_default_str();
     sub.add_option("--n", a->widths, "Network widths, strictly increasing (comma-separated)")
         ->delimiter(',')
+        ->transform(decimal_integer)
         ->capture_default_str();
     sub.add_option("--networks", a->networks, "Finite networks per width")
-        ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->transform(decimal_integer)
+      ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--paths", a->paths, "SDE paths (per SDE run)")
-        ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->transform(decimal_integer)
+      ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--dt", a->dt, "Euler–Maruyama step; 1/(n·dt) must be an integer for every n")
         ->capture_default_str();
@@ -573,7 +576,8 @@ command validate_command() {
                    "K'': tail P(max_a V^aa_T >= K'') of the unstopped processes (reported, not tested)")
         ->capture_default_str();
     sub.add_option("--nk", a->n_k, "Key dimension n_k of the networks (0: n_k = n)")
-        ->check(CLI::Range(0, 1 << 30))
+        ->transform(decimal_integer)
+      ->check(CLI::Range(0, 1 << 30))
         ->capture_default_str();
     sub.add_option("--sampler", a->sampler, "Finite-network sampler")
         ->check(CLI::IsMember({"reduced", "literal"}))
@@ -584,10 +588,11 @@ command validate_command() {
         ->capture_default_str();
     sub.add_option("--alpha", a->alpha, "Family-wise level of the tests")->capture_default_str();
     sub.add_option("--seed", a->seed, "Seed of the random streams")
-        ->check(non_negative_integer)
+        ->transform(non_negative_integer)
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
-        ->check(CLI::Range(0, 4096))
+        ->transform(decimal_integer)
+      ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");
     sub.add_option("--format", a->format, "Output")

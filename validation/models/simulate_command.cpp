@@ -127,13 +127,15 @@ command simulate_command() {
     sub.add_option("--T", a->t_end, "Final time T (depth/width ratio), > 0")->capture_default_str();
     sub.add_option("--dt", a->dt, "Step size, > 0")->capture_default_str();
     sub.add_option("--paths", a->paths, "Number of paths")
-        ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->transform(decimal_integer)
+      ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
-        ->check(non_negative_integer)
+        ->transform(non_negative_integer)
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
-        ->check(CLI::Range(0, 4096))
+        ->transform(decimal_integer)
+      ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     sub.add_option("--scheme", a->scheme, "Scheme")
         ->check(CLI::IsMember({"em", "milstein"}))
