@@ -148,6 +148,10 @@ expect_usage_error("--heads" coefficients --model mlp --heads 2 --V "1,0\;0,1")
 expect_usage_error("--V;'1,2\;3';row 2" coefficients --model mlp --V "1,2\;3")
 expect_usage_error("--V;'1,x\;0,1';'x' is not a finite number" coefficients --model mlp --V "1,x\;0,1")
 expect_usage_error("--V;not symmetric" coefficients --model mlp --V "1,2\;0,1")
+# A finite V at which the coefficients overflow is refused, not printed as null.
+expect_usage_error("--V: the coefficients overflow (are not finite) at V = '1e300,0\;0,1e300': Sigma^{11,11} = inf"
+                   coefficients --model mlp --V "1e300,0\;0,1e300")
+expect_usage_error("--V: the coefficients overflow" coefficients --model transformer --V "1e200,0\;0,1" --format table)
 expect_usage_error("--model: foo not in" coefficients --model foo --V "1,0\;0,1")
 expect_usage_error("--pd-policy: bogus not in" simulate --V0 "1,0\;0,1" --pd-policy bogus)
 expect_usage_error("--V0;'1,x';entries" simulate --V0 "1,x" --paths 2)
