@@ -18,7 +18,7 @@ namespace ncsde::cli {
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure =
     1;  ///< the run failed, or (with --check) a result is out of tolerance
-inline constexpr int exit_usage = 2;  ///< bad command line or bad parameter values
+inline constexpr int exit_usage = 2;  ///< bad command line or parameter values, unwritable outputs
 
 namespace detail {
 

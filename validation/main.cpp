@@ -1,5 +1,6 @@
 /// The `ncsde` command-line program: `ncsde <subcommand> [options]`, one subcommand per file
-/// (command.hpp). Exit codes: 0 success, 1 run failure, 2 bad command line or parameter values.
+/// (command.hpp). Exit codes: 0 success, 1 run failure, 2 bad command line or parameter values
+/// (an --out or --plots path found unwritable before the run included).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

@@ -4,7 +4,10 @@
 #  2. attention coefficients at V = [[2, 1], [1, 1]] against k_lin Σ_lin + k_att Σ_att by hand;
 #  3. a small simulate run writes a CSV with the documented header and one row per path;
 #  4. bad model flags and matrices fail with exit code 2 and a message naming the flag and the value;
-#  5. integer flags are read as decimal integers: "010" is ten, "1e3" and 2^64 are refused.
+#  5. integer flags are read as decimal integers: "010" is ten, "1e3" and 2^64 are refused;
+#  6. --out is replaced only by a successful run: a bad flag or a run that fails midway leaves an
+#     earlier file unchanged (and no temporary), an unwritable --out fails before the run with the
+#     reason, exit code 2.
 cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
 include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # to_units, run_ok, expect_usage_error
 
@@ -173,3 +176,41 @@ expect_usage_error("--paths: must be an integer written in decimal digits (got '
 expect_usage_error("--seed: must be at most 2^64 - 1" simulate --V0 "1,0\;0,1" --seed 99999999999999999999)
 expect_usage_error("--heads: must be an integer written in decimal digits (got '2.5')"
                    coefficients --model attention --heads 2.5 --V "1,0\;0,1")
+
+# ---- 6. --out: whole or not at all ----
+set(dir "${CMAKE_CURRENT_BINARY_DIR}/models_cli_out")
+file(REMOVE_RECURSE "${dir}")
+file(MAKE_DIRECTORY "${dir}")
+set(earlier "earlier results\n")
+file(WRITE "${dir}/r.csv" "${earlier}")
+set(identity "1,0\;0,1")
+set(sim --paths 5 --out "${dir}/r.csv")
+expect_usage_error("dt must be > 0 and finite (got -1) (flag --dt)"
+                   simulate --V0 "${identity}" ${sim} --dt -1)
+expect_usage_error("T must be finite (got inf) (flag --T)" simulate --V0 "${identity}" ${sim} --T inf)
+expect_usage_error("dt must be <= T - t0 = 1 (got 2) (flag --dt)"
+                   simulate --V0 "${identity}" ${sim} --dt 2)
+expect_usage_error("blowup_threshold must be in (0, 1e100] (got 0) (flag --blowup-threshold)"
+                   simulate --V0 "${identity}" ${sim} --blowup-threshold 0)
+expect_usage_error("--stop-level must be > 0" simulate --V0 "${identity}" ${sim} --stop-level -1)
+expect_unchanged("${dir}/r.csv" "${earlier}")
+# A run that fails midway (the throw policy at a step that leaves the cone): exit 1, file unchanged.
+expect_exit(1 "left the positive-semidefinite cone"
+            simulate --V0 "1,0\;0,1" --paths 200 --dt 0.5 --pd-policy throw --out "${dir}/r.csv")
+expect_unchanged("${dir}/r.csv" "${earlier}")
+expect_no_temporaries("${dir}")
+# An unwritable --out fails before the run, with the reason.
+expect_usage_error(
+  "ncsde simulate: cannot write --out ${dir}/no/such/dir/x.csv: No such file or directory"
+  simulate --V0 "1,0\;0,1" --paths 5 --out "${dir}/no/such/dir/x.csv")
+expect_usage_error("ncsde simulate: cannot write --out ${dir}: Is a directory"
+                   simulate --V0 "1,0\;0,1" --paths 5 --out "${dir}")
+# A successful run replaces the file.
+run_ok(ignored simulate --V0 "1,0\;0,1" --paths 5 --dt 0.1 --out "${dir}/r.csv")
+file(STRINGS "${dir}/r.csv" lines)
+list(LENGTH lines n_lines)
+if(NOT n_lines EQUAL 6)
+  message(FATAL_ERROR "simulate --paths 5 --out: expected 6 lines in the replaced file, got ${n_lines}")
+endif()
+expect_no_temporaries("${dir}")
+file(REMOVE_RECURSE "${dir}")

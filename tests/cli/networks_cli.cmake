@@ -9,7 +9,9 @@
 #  5. rank-collapse on a small configuration: exit 0, one row per depth, both forms start at the
 #     mean correlation of V3 (0.5), and at the last depth unshaped attention has collapsed (mean
 #     ρ > 0.99) and lies above shaped attention; the CSV has the same rows; with python3 +
-#     matplotlib, --plots draws the PNG.
+#     matplotlib, --plots draws the PNG;
+#  6. outputs are checked before the run and replaced only by a successful one: a bad flag leaves
+#     an earlier --out unchanged, an unwritable --out or --plots fails at once (exit code 2).
 cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
 include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # to_units, run_ok, expect_usage_error
 
@@ -211,5 +213,29 @@ if(no_matplotlib EQUAL 0)
   endif()
 else()
   message(STATUS "python3 with matplotlib not found: rank-collapse --plots not tested")
+endif()
+# ---- 6. outputs: checked first, replaced only by a successful run ----
+set(earlier "earlier results\n")
+file(WRITE "${dir}/r.csv" "${earlier}")
+expect_usage_error("stop_level;(got -1) (flag --stop-level)"
+                   ${sn} --V0 "${v2}" --n 16 --d 4 --stop-level -1 --out "${dir}/r.csv")
+expect_usage_error("heads must be a divisor of n = 16 (got 3) (flag --heads)"
+                   ${sn} --V0 "${v2}" --n 16 --d 4 --heads 3 --out "${dir}/r.csv")
+expect_unchanged("${dir}/r.csv" "${earlier}")
+expect_usage_error(
+  "ncsde sample-network: cannot write --out ${dir}/no/such/dir/x.csv: No such file or directory"
+  ${sn} --V0 "${v2}" --n 16 --d 4 --out "${dir}/no/such/dir/x.csv")
+expect_usage_error("ncsde rank-collapse: cannot write --out ${dir}/no/x.csv: No such file or directory"
+                   rank-collapse --n 16 --d 4 --networks 2 --out "${dir}/no/x.csv")
+run_ok(ignored ${sn} --V0 "${v2}" --n 16 --d 4 --out "${dir}/r.csv")
+check_csv("${dir}/r.csv" "path,status,t_stop,V11,V12,V22" 2 6 "0.25")
+expect_no_temporaries("${dir}")
+if(no_matplotlib EQUAL 0)
+  # A --plots directory that cannot be created fails before the run (this one takes ~30 s): within
+  # 10 s, with the reason. ${dir}/r.csv is a file, so nothing can be created under it.
+  set(CLI_TIMEOUT 10)
+  expect_usage_error("ncsde rank-collapse: --plots: cannot create ${dir}/r.csv/plots: Not a directory"
+                     rank-collapse --n 64 --d 2048 --networks 2000 --plots "${dir}/r.csv/plots")
+  unset(CLI_TIMEOUT)
 endif()
 file(REMOVE_RECURSE "${dir}")

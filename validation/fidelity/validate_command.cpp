@@ -32,6 +32,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -113,7 +114,7 @@ std::string packed_header(int m) {
   return h;
 }
 
-void write_values(std::ofstream& out, const std::string& key, const stopped_sample& s) {
+void write_values(std::ostream& out, const std::string& key, const stopped_sample& s) {
   for (std::size_t i = 0; i < s.status.size(); ++i) {
     out << key << ',' << i << ',' << to_string(s.status[i]);
     for (Eigen::Index j = 0; j < s.packed[i].size(); ++j)
@@ -229,12 +230,20 @@ int run_validate_command(const validate_args& a) {
       reduced.emplace_back(arch, a.model.params, m, n, n_k);
   }
 
+  // The plot directory and its data files are created before the runs, so that a bad --plots
+  // fails at once; each file is a temporary that replaces its target only once the run has
+  // succeeded.
   const std::string script = NCSDE_VALIDATE_PLOT_SCRIPT;
   std::filesystem::path dir;
+  std::vector<std::unique_ptr<output_file>> plot_files;  // validation.md, .json, values, paths
   if (!a.plots.empty()) {
     if (!plotting_available("validate", script)) return exit_failure;
     dir = a.plots;
-    if (!create_plot_directory("validate", dir)) return exit_failure;
+    if (!create_plot_directory("validate", dir)) return exit_usage;
+    for (const char* name : {"validation.md", "validation.json", "values.csv", "paths.csv"}) {
+      plot_files.push_back(std::make_unique<output_file>("validate", "--plots", dir / name));
+      if (!plot_files.back()->ok()) return exit_usage;
+    }
   }
 
   const bool table = a.format == "table";
@@ -468,21 +477,10 @@ int run_validate_command(const validate_args& a) {
     std::cout << j.dump(2) << '\n';
 
   if (!a.plots.empty()) {
-    auto open = [&](const char* name) {
-      std::ofstream f(dir / name);
-      if (!f) throw std::runtime_error(fmt::format("cannot write {}", (dir / name).string()));
-      return f;
-    };
+    plot_files[0]->stream() << md;
+    plot_files[1]->stream() << j.dump(2) << '\n';
     {
-      std::ofstream f = open("validation.md");
-      f << md;
-    }
-    {
-      std::ofstream f = open("validation.json");
-      f << j.dump(2) << '\n';
-    }
-    {
-      std::ofstream f = open("values.csv");
+      std::ostream& f = plot_files[2]->stream();
       f << "source,path,status" << packed_header(m) << '\n';
       for (std::size_t i = 0; i < widths.size(); ++i) {
         write_values(f, fmt::format("sde_n{}", widths[i]), reference.by_width[i]);
@@ -495,7 +493,7 @@ int run_validate_command(const validate_args& a) {
     }
     {
       // Sample paths: the SDE's kept paths and the first networks at the widest n, at 65 times.
-      std::ofstream f = open("paths.csv");
+      std::ostream& f = plot_files[3]->stream();
       f << "source,path,t" << packed_header(m) << '\n';
       for (std::size_t p = 0; p < reference.kept.size(); ++p)
         for (std::size_t k = 0; k < reference.kept[p].size(); ++k) {
@@ -526,6 +524,8 @@ int run_validate_command(const validate_args& a) {
           f << '\n';
         }
     }
+    for (const std::unique_ptr<output_file>& f : plot_files)
+      if (!f->commit()) return exit_failure;
     if (!run_plot_script("validate", script, {dir.string()})) return exit_failure;
     if (table)
       std::cout << fmt::format(

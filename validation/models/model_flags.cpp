@@ -28,6 +28,8 @@ constexpr parameter_flag parameter_flags[] = {
     // The finite networks' own parameters (sample_networks, literal_network, reduced_network).
     {"n", "--n"}, {"d", "--d"}, {"n_k", "--nk"}, {"form", "--attention"}, {"V0", "--V0"},
     {"networks", "--networks"}, {"threads", "--threads"}, {"stop_level", "--stop-level"},
+    // The integrator's and the ensembles' (integrate_options, step_grid, ensemble_options).
+    {"dt", "--dt"}, {"T", "--T"}, {"blowup_threshold", "--blowup-threshold"}, {"paths", "--paths"},
 };
 
 /// The flag of the parameter a "<where>: <param> must be ..." message names, or "" when none does.

@@ -9,16 +9,16 @@
 ///
 /// The functionals summarised are every correlation ρ^{ab} (a < b, named rho<a><b>, 1-indexed) and
 /// every diagonal entry V^{aa} (named V<a><a>). Prints summary_table or summary_json; with --out
-/// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm).
+/// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm), replacing FILE
+/// only when the run succeeds (cli::output_file).
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "command.hpp"
@@ -28,6 +28,7 @@
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "process.hpp"
 
 namespace ncsde::cli {
 namespace {
@@ -84,14 +85,21 @@ int run_simulate_command(const simulate_args& a) {
     eopt.functionals.push_back(std::move(f));
   }
 
-  // Open the output before the run, so an unwritable path fails at once.
-  std::ofstream file;
+  // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
+  // was; the grid check also bounds T/dt.
+  try {
+    validate_options(iopt);
+    (void)step_grid(0.0, a.t_end, iopt.dt);
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return exit_usage;
+  }
+  // The file is created (as a temporary next to --out) before the run, so that an unwritable path
+  // fails at once, and replaces --out only once the run has succeeded.
+  std::optional<output_file> file;
   if (!a.out.empty()) {
-    file.open(a.out);
-    if (!file) {
-      std::fprintf(stderr, "ncsde simulate: --out: cannot write %s\n", a.out.c_str());
-      return exit_failure;
-    }
+    file.emplace("simulate", "--out", a.out);
+    if (!file->ok()) return exit_usage;
   }
 
   const problem<models::covariance_sde> prob{*sde, *v0, a.t_end};
@@ -99,13 +107,9 @@ int run_simulate_command(const simulate_args& a) {
                                 ? run_ensemble(milstein<>{}, prob, iopt, eopt)
                                 : run_ensemble(euler_maruyama<>{}, prob, iopt, eopt);
 
-  if (!a.out.empty()) {
-    write_csv(r, file);
-    file.close();
-    if (!file) {
-      std::fprintf(stderr, "ncsde simulate: cannot write %s\n", a.out.c_str());
-      return exit_failure;
-    }
+  if (file) {
+    write_csv(r, file->stream());
+    if (!file->commit()) return exit_failure;
   }
   std::cout << (a.format == "json" ? summary_json(r) + "\n" : summary_table(r));
   return exit_ok;
