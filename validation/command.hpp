@@ -23,40 +23,70 @@ inline constexpr int exit_usage = 2;  ///< bad command line or parameter values,
 namespace detail {
 
 /// Rewrites the integer in `text` as an optional '-' and decimal digits without leading zeros, or
-/// returns false when `text` is not an optional sign followed by decimal digits ('-' only with
-/// `allow_negative`). CLI11 2.1 reads integers with strtoll/strtoull in base 0, where "010" is
-/// octal 8 and "0x10" is 16; the canonical text reads as the decimal number the user wrote.
+/// returns false when `text` is not an integer written in decimal: an optional sign ('-' only with
+/// `allow_negative`), digits, an optional fraction and an optional exponent, with an integer value
+/// of at most 20 digits ("1e6", "2.5e3" and "+010" are 1000000, 2500 and 10; "1.5", "1e-3",
+/// "0x10" are refused). CLI11 2.1 reads integers with strtoll/strtoull in base 0, where "010" is
+/// octal 8, "0x10" is 16 and "1e6" is an error; the canonical text reads as the number written.
 inline bool canonical_decimal(std::string& text, bool allow_negative) {
-  std::string_view digits = text;
+  std::string_view rest = text;
   bool negative = false;
-  if (!digits.empty() && (digits.front() == '+' || (allow_negative && digits.front() == '-'))) {
-    negative = digits.front() == '-';
-    digits.remove_prefix(1);
+  if (!rest.empty() && (rest.front() == '+' || (allow_negative && rest.front() == '-'))) {
+    negative = rest.front() == '-';
+    rest.remove_prefix(1);
   }
-  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
-    return false;
-  digits.remove_prefix(std::min(digits.find_first_not_of('0'), digits.size() - 1));
-  text = (negative && digits != "0" ? "-" : "") + std::string(digits);
+  auto take_digits = [&rest]() {
+    const std::size_t end = std::min(rest.find_first_not_of("0123456789"), rest.size());
+    const std::string_view digits = rest.substr(0, end);
+    rest.remove_prefix(end);
+    return digits;
+  };
+  std::string digits(take_digits());
+  std::string_view fraction;
+  if (!rest.empty() && rest.front() == '.') {
+    rest.remove_prefix(1);
+    fraction = take_digits();
+  }
+  if (digits.empty() && fraction.empty()) return false;
+  long long exponent = 0;
+  if (!rest.empty() && (rest.front() == 'e' || rest.front() == 'E')) {
+    rest.remove_prefix(1);
+    if (!rest.empty() && rest.front() == '+') rest.remove_prefix(1);
+    const std::string_view e = take_digits();
+    if (e.empty() || e.size() > 3) return false;
+    exponent = std::stoll(std::string(e));
+  }
+  if (!rest.empty()) return false;
+  // value = digits.fraction × 10^exponent: an integer when the fraction's significant digits
+  // fit in the exponent.
+  fraction = fraction.substr(0, std::min(fraction.find_last_not_of('0') + 1, fraction.size()));
+  if (static_cast<long long>(fraction.size()) > exponent) return false;
+  digits += fraction;
+  digits.append(static_cast<std::size_t>(exponent) - fraction.size(), '0');
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+  if (digits.size() > 20) return false;
+  text = (negative && digits != "0" ? "-" : "") + digits;
   return true;
 }
 
 }  // namespace detail
 
 /// CLI11 transform for integer flags (add it with ->transform(), before any range check): the
-/// value must be written in decimal digits with an optional sign, so "1e9", "1.5" and "0x10" are
-/// refused with the flag and the text named, and "010" is ten, not CLI11's octal eight.
+/// value must be an integer written in decimal, as digits or with an exponent ("1e6"), so "1.5",
+/// "1e-3" and "0x10" are refused with the flag and the text named, and "010" is ten, not CLI11's
+/// octal eight.
 inline const CLI::Validator decimal_integer(
     [](std::string& text) -> std::string {
       const std::string given = text;
       if (!detail::canonical_decimal(text, /*allow_negative=*/true))
-        return "must be an integer written in decimal digits (got '" + given + "')";
+        return "must be a decimal integer such as 1000 or 1e6 (got '" + given + "')";
       return {};
     },
     "", "decimal integer");
 
 /// CLI11 transform for unsigned flags such as --seed (add it with ->transform()): a decimal integer
-/// in [0, 2^64 − 1]. Without it CLI11 would wrap "-5" around to 2^64 − 5, clamp "2^64" and above to
-/// 2^64 − 1 and read "010" as octal.
+/// in [0, 2^64 − 1], as digits or with an exponent. Without it CLI11 would wrap "-5" around to
+/// 2^64 − 5, clamp 2^64 and above to 2^64 − 1 and read "010" as octal.
 inline const CLI::Validator non_negative_integer(
     [](std::string& text) -> std::string {
       const std::string given = text;

@@ -47,14 +47,15 @@ expect_usage_error("--seed: must be a non-negative integer (got '-5')" convergen
 expect_usage_error("unknown command 'frobnicate'" frobnicate)
 expect_usage_error("A subcommand is required")
 expect_usage_error("nothing to measure" convergence --problem noncommutative --scheme milstein --kind weak)
-# Integer flags are decimal integers: no clamping past 2^64 − 1, no exponent, no octal or hex.
+# Integer flags are decimal integers (1e9 included): no clamping past 2^64 − 1, no octal or hex.
 expect_usage_error("--seed: must be at most 2^64 - 1 = 18446744073709551615 (got '18446744073709551616')"
                    convergence --seed 18446744073709551616)
 expect_usage_error("--seed: must be a non-negative integer (got '-1')" convergence --seed -1)
-expect_usage_error("--threads: must be an integer written in decimal digits (got '1e9')"
-                   convergence --threads 1e9)
-expect_usage_error("--paths: must be an integer written in decimal digits (got '0x10')"
+expect_usage_error("--threads: Value 1000000000 not in range 0 to 4096" convergence --threads 1e9)
+expect_usage_error("--paths: must be a decimal integer such as 1000 or 1e6 (got '0x10')"
                    convergence --paths 0x10)
+expect_usage_error("--levels: must be a decimal integer such as 1000 or 1e6 (got '4.5')"
+                   convergence --levels 4.5)
 
 # A --plots directory that cannot be created fails at once, not after the default study (minutes):
 # within 10 s. Under a regular file nothing can be created.

@@ -4,7 +4,8 @@
 #  2. attention coefficients at V = [[2, 1], [1, 1]] against k_lin Σ_lin + k_att Σ_att by hand;
 #  3. a small simulate run writes a CSV with the documented header and one row per path;
 #  4. bad model flags and matrices fail with exit code 2 and a message naming the flag and the value;
-#  5. integer flags are read as decimal integers: "010" is ten, "1e3" and 2^64 are refused;
+#  5. integer flags are read as decimal integers: "010" and "1e1" are ten, "1.5" and 2^64 are
+#     refused;
 #  6. --out is replaced only by a successful run: a bad flag or a run that fails midway leaves an
 #     earlier file unchanged (and no temporary), an unwritable --out fails before the run with the
 #     reason, exit code 2.
@@ -162,19 +163,19 @@ expect_usage_error("--stop-level must be > 0 (inf: never stop) (got -2)" simulat
 expect_usage_error("--gamma2;1.5" simulate --model resnet --gamma2 1.5 --V0 "1,0\;0,1" --paths 2)
 
 # ---- 5. integer flags: decimal digits only, read as written ----
-run_ok(ten simulate --V0 "1,0.5\;0.5,1" --paths 010 --seed 010 --dt 0.1 --threads 1 --format json)
+run_ok(ten simulate --V0 "1,0.5\;0.5,1" --paths 1e1 --seed 010 --dt 0.1 --threads 1 --format json)
 run_ok(ten_plain simulate --V0 "1,0.5\;0.5,1" --paths 10 --seed 10 --dt 0.1 --threads 1 --format json)
 string(JSON paths GET "${ten}" paths)
 string(JSON seed GET "${ten}" seed)
 string(JSON ten_rho GET "${ten}" functionals 0)
 string(JSON plain_rho GET "${ten_plain}" functionals 0)
 if(NOT paths EQUAL 10 OR NOT seed EQUAL 10 OR NOT ten_rho STREQUAL plain_rho)
-  message(FATAL_ERROR "simulate --paths 010 --seed 010 is not --paths 10 --seed 10:\n${ten}")
+  message(FATAL_ERROR "simulate --paths 1e1 --seed 010 is not --paths 10 --seed 10:\n${ten}")
 endif()
-expect_usage_error("--paths: must be an integer written in decimal digits (got '1e3')"
-                   simulate --V0 "1,0\;0,1" --paths 1e3)
+expect_usage_error("--paths: must be a decimal integer such as 1000 or 1e6 (got '1.5')"
+                   simulate --V0 "1,0\;0,1" --paths 1.5)
 expect_usage_error("--seed: must be at most 2^64 - 1" simulate --V0 "1,0\;0,1" --seed 99999999999999999999)
-expect_usage_error("--heads: must be an integer written in decimal digits (got '2.5')"
+expect_usage_error("--heads: must be a decimal integer such as 1000 or 1e6 (got '2.5')"
                    coefficients --model attention --heads 2.5 --V "1,0\;0,1")
 
 # ---- 6. --out: whole or not at all ----
