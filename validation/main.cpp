@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,6 +71,14 @@ int main(int argc, char** argv) {
     } catch (const ncsde::invalid_argument& e) {
       std::fprintf(stderr, "ncsde %s: error: %s\n", sub->get_name().c_str(), e.what());
       return exit_usage;
+    } catch (const std::bad_alloc&) {
+      // The commands refuse runs whose estimated memory exceeds what is available (limits.hpp);
+      // this is what is left when the estimate was short of the truth.
+      std::fprintf(stderr,
+                   "ncsde %s: failed: out of memory (std::bad_alloc); lower --paths, --networks "
+                   "or --n\n",
+                   sub->get_name().c_str());
+      return exit_failure;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ncsde %s: failed: %s\n", sub->get_name().c_str(), e.what());
       return exit_failure;

@@ -8,7 +8,9 @@
 #     refused;
 #  6. --out is replaced only by a successful run: a bad flag or a run that fails midway leaves an
 #     earlier file unchanged (and no temporary), an unwritable --out fails before the run with the
-#     reason, exit code 2.
+#     reason, exit code 2;
+#  7. runs beyond the limits of validation/limits.hpp (steps, memory) are refused before they
+#     start, naming the flag, the value and the estimate.
 cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
 include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # to_units, run_ok, expect_usage_error
 
@@ -215,3 +217,18 @@ if(NOT n_lines EQUAL 6)
 endif()
 expect_no_temporaries("${dir}")
 file(REMOVE_RECURSE "${dir}")
+
+# ---- 7. limits: refused at once, with the flag, the value and the estimate ----
+expect_usage_error("--dt 1e-06 with --T 1e+06: 1e+12 steps per path, more than the limit of 1e+09"
+                   simulate --V0 "1,0\;0,1" --T 1e6 --dt 1e-6)
+expect_usage_error("--paths 1000000000: 1e+15 steps in all;more than the limit of 1e+12 steps"
+                   simulate --V0 "1,0\;0,1" --paths 1e9 --T 1000 --dt 1e-3)
+# Memory: under a 2 GB address-space limit (RLIMIT_AS) 1e8 paths of m = 1 (about 3.6 GB) are
+# refused before any allocation.
+execute_process(COMMAND /bin/sh -c "ulimit -v 2000000 && exec \"$0\" \"$@\"" "${NCSDE}"
+                        simulate --V0 2 --paths 1e8 --dt 0.5
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "--paths 100000000: the run needs about [0-9.]+ GB of memory \\(36 bytes per path: 1 functional value\\), more than the 2.05 GB available \\(RLIMIT_AS\\)")
+  message(FATAL_ERROR "simulate --paths 1e8 under ulimit -v 2000000: exit ${rc}, expected 2 and "
+                      "the memory estimate:\n${err}")
+endif()

@@ -11,7 +11,9 @@
 #     ρ > 0.99) and lies above shaped attention; the CSV has the same rows; with python3 +
 #     matplotlib, --plots draws the PNG;
 #  6. outputs are checked before the run and replaced only by a successful one: a bad flag leaves
-#     an earlier --out unchanged, an unwritable --out or --plots fails at once (exit code 2).
+#     an earlier --out unchanged, an unwritable --out or --plots fails at once (exit code 2);
+#  7. runs beyond the limits of validation/limits.hpp (network layers, work, memory) are refused
+#     before they start, naming the flag, the value and the estimate.
 cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
 include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # to_units, run_ok, expect_usage_error
 
@@ -238,4 +240,15 @@ if(no_matplotlib EQUAL 0)
                      rank-collapse --n 64 --d 2048 --networks 2000 --plots "${dir}/r.csv/plots")
   unset(CLI_TIMEOUT)
 endif()
+# ---- 7. limits ----
+expect_usage_error("--networks 1000 with --d 100000000: 1e+11 network layers;more than the limit of 1e+10"
+                   sample-network --V0 "${v2}" --n 64 --d 1e8 --networks 1000)
+expect_usage_error("--networks 1000000000 with --d 512: 1.02e+12 network layers (1000000000 × 512 × 2 ensembles)"
+                   rank-collapse --networks 1e9)
+expect_usage_error("--networks 100000 with --d 1024 and --n 1024: about 5.37e+14 units of work;weights drawn per layer, literal sampler"
+                   sample-network --model transformer --V0 "${v2}" --n 1024 --d 1024 --networks 1e5
+                   --sampler literal)
+# n = 10⁶: one n×n weight matrix is 8 TB.
+expect_usage_error("--n 1000000: the run needs about 8 TB of memory (the literal sampler's weight matrices, 8 TB per thread × 1 thread)"
+                   sample-network --model mlp --V0 "${v2}" --n 1e6 --d 1 --networks 1 --sampler literal)
 file(REMOVE_RECURSE "${dir}")

@@ -148,22 +148,22 @@ command convergence_command() {
     sub.add_option("--paths", a->paths,
                    "Monte Carlo paths per problem (default: each problem's own)")
         ->transform(decimal_integer)
-      ->check(CLI::Range(2LL, 1'000'000'000LL));
+        ->check(CLI::Range(2LL, 1'000'000'000LL));
     sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
         ->transform(non_negative_integer)
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
         ->transform(decimal_integer)
-      ->check(CLI::Range(0, 4096))
+        ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     sub.add_option("--levels", a->levels,
                    "Number of step sizes dt = T/2^l (default: each problem's own)")
         ->transform(decimal_integer)
-      ->check(CLI::Range(3, 16));
+        ->check(CLI::Range(3, 16));
     sub.add_option("--first-level", a->first_level,
                    "Coarsest step dt = T/2^first-level (default: each problem's own)")
         ->transform(decimal_integer)
-      ->check(CLI::Range(0, 20));
+        ->check(CLI::Range(0, 20));
     sub.add_option("--format", a->format, "Output format")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();

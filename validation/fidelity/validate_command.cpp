@@ -559,11 +559,11 @@ command validate_command() {
         ->capture_default_str();
     sub.add_option("--networks", a->networks, "Finite networks per width")
         ->transform(decimal_integer)
-      ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--paths", a->paths, "SDE paths (per SDE run)")
         ->transform(decimal_integer)
-      ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--dt", a->dt, "Euler–Maruyama step; 1/(n·dt) must be an integer for every n")
         ->capture_default_str();
@@ -577,7 +577,7 @@ command validate_command() {
         ->capture_default_str();
     sub.add_option("--nk", a->n_k, "Key dimension n_k of the networks (0: n_k = n)")
         ->transform(decimal_integer)
-      ->check(CLI::Range(0, 1 << 30))
+        ->check(CLI::Range(0, 1 << 30))
         ->capture_default_str();
     sub.add_option("--sampler", a->sampler, "Finite-network sampler")
         ->check(CLI::IsMember({"reduced", "literal"}))
@@ -592,7 +592,7 @@ command validate_command() {
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
         ->transform(decimal_integer)
-      ->check(CLI::Range(0, 4096))
+        ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");
     sub.add_option("--format", a->format, "Output")

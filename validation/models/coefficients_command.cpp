@@ -100,7 +100,8 @@ void require_finite_coefficients(std::string_view text, const matrix& drift, con
       for (int c = 0, j = 0; c < m && entry.empty(); ++c)
         for (int d = c; d < m && entry.empty(); ++d, ++j)
           if (!std::isfinite(sigma(i, j)))
-            entry = fmt::format("Sigma^{{{}{},{}{}}} = {}", a + 1, b + 1, c + 1, d + 1, sigma(i, j));
+            entry =
+                fmt::format("Sigma^{{{}{},{}{}}} = {}", a + 1, b + 1, c + 1, d + 1, sigma(i, j));
   if (!entry.empty())
     throw_invalid("--V", fmt::format("the coefficients overflow (are not finite) at V = '{}': {}",
                                      text, entry));

@@ -10,7 +10,8 @@
 /// The functionals summarised are every correlation ρ^{ab} (a < b, named rho<a><b>, 1-indexed) and
 /// every diagonal entry V^{aa} (named V<a><a>). Prints summary_table or summary_json; with --out
 /// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm), replacing FILE
-/// only when the run succeeds (cli::output_file).
+/// only when the run succeeds (cli::output_file). Runs beyond the limits of limits.hpp (steps per
+/// path and in all, memory) are refused before they start.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -22,12 +23,14 @@
 #include <string>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/ensemble.hpp"
-#include "ncsde/error.hpp"
 #include "ncsde/ensemble_io.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "ncsde/symmetric.hpp"
 #include "process.hpp"
 
 namespace ncsde::cli {
@@ -87,9 +90,21 @@ int run_simulate_command(const simulate_args& a) {
 
   // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
   // was; the grid check also bounds T/dt.
+  // The run's size is checked too (limits.hpp): steps, and the memory it keeps per path.
   try {
     validate_options(iopt);
-    (void)step_grid(0.0, a.t_end, iopt.dt);
+    const step_grid grid(0.0, a.t_end, iopt.dt);
+    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.paths, "--paths");
+    // Per path: the value of each of the K functionals and the status (run_ensemble), the
+    // summary's two sorted copies of one functional and a stop or explosion time; with --out the
+    // path's record (V at t_stop).
+    const double K = packed_size(m);
+    double per_path = 8.0 * K + sizeof(path_status) + 24.0;
+    if (eopt.keep_paths) per_path += sizeof(path_record) + 8.0 * K + 16.0;
+    check_memory(
+        "--paths", std::to_string(a.paths), per_path * static_cast<double>(a.paths),
+        fmt::format("{:.0f} bytes per path: {} functional value{}{}", per_path, K,
+                    K == 1 ? "" : "s", eopt.keep_paths ? " and, for --out, the path's V" : ""));
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return exit_usage;
@@ -132,14 +147,14 @@ command simulate_command() {
     sub.add_option("--dt", a->dt, "Step size, > 0")->capture_default_str();
     sub.add_option("--paths", a->paths, "Number of paths")
         ->transform(decimal_integer)
-      ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
         ->transform(non_negative_integer)
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
         ->transform(decimal_integer)
-      ->check(CLI::Range(0, 4096))
+        ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     sub.add_option("--scheme", a->scheme, "Scheme")
         ->check(CLI::IsMember({"em", "milstein"}))

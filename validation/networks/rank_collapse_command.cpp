@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/networks/sample.hpp"
@@ -180,6 +181,16 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
 
   networks::network_options opt = network_options_of(a.net);
   opt.depths = depth_grid(a.net.d);
+  // The run's size (limits.hpp): two ensembles, kept at once, each V at every recorded depth.
+  try {
+    const bool literal = a.net.sampler == "literal";
+    check_network_work(a.model, literal, m, a.net.n, a.net.key_dimension(), a.net.networks,
+                       a.net.d, 2);
+    check_network_memory(a.model, a.net, literal, m, opt.depths.size(), 2, 16.0);
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return exit_usage;
+  }
 
   // Every output is checked before the run, so that a bad path fails at once: the plot directory
   // is created and the files are created as temporaries, which replace their targets only once

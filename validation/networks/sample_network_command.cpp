@@ -13,7 +13,8 @@
 /// 1-indexed) and V^{aa} (V<a><a>), over completed networks and over all networks at V_{τ∧d}
 /// (blown-up = +inf). CSV (--out): the layout of ncsde simulate (write_csv),
 /// `path,status,t_stop,V11,V12,…,Vmm`, one row per network, t_stop = (stop layer)/n, V at τ∧d; the
-/// file is replaced only when the run succeeds (cli::output_file).
+/// file is replaced only when the run succeeds (cli::output_file). Runs beyond the limits of
+/// limits.hpp (network layers, work, memory) are refused before they start.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
@@ -221,8 +223,17 @@ int run_sample_network_command(const sample_network_args& a) {
   opt.stop_level = a.stop_level;
   // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
   // was.
+  // The run's size is checked too (limits.hpp).
   try {
     (void)networks::detail::resolve_depths(opt, a.net.d);
+    const bool literal = a.net.sampler == "literal";
+    check_network_work(a.model, literal, m, a.net.n, a.net.key_dimension(), a.net.networks,
+                       a.net.d);
+    // Per network besides its record: the summary's values of one functional (at d, completed,
+    // at the stop, and the sorted copies of quantiles) and, for --out, its CSV record.
+    const double K = packed_size(m);
+    const double extra = 40.0 + (a.out.empty() ? 0.0 : sizeof(path_record) + 8.0 * K + 16.0);
+    check_network_memory(a.model, a.net, literal, m, 1, 1, extra);
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return exit_usage;
