@@ -30,6 +30,9 @@ constexpr parameter_flag parameter_flags[] = {
     {"networks", "--networks"}, {"threads", "--threads"}, {"stop_level", "--stop-level"},
     // The integrator's and the ensembles' (integrate_options, step_grid, ensemble_options).
     {"dt", "--dt"}, {"T", "--T"}, {"blowup_threshold", "--blowup-threshold"}, {"paths", "--paths"},
+    // ncsde validate's (validate_command.cpp, variants.hpp).
+    {"tail_level", "--tail-level"}, {"unstopped_tail_level", "--unstopped-tail-level"},
+    {"alpha", "--alpha"}, {"variant", "--variants"},
 };
 
 /// The flag of the parameter a "<where>: <param> must be ..." message names, or "" when none does.
