@@ -4,6 +4,7 @@
 #   run_ok(<out> <arguments...>)           ncsde must exit with 0; its stdout
 #   expect_usage_error(<texts> <arguments...>)  ncsde must exit with 2 and name every text
 #   expect_exit(<code> <texts> <arguments...>)  ncsde must exit with <code> and name every text
+#   expect_silent(<arguments...>)         ncsde must exit with 0 and print nothing on stderr
 #   expect_unchanged(<file> <contents>)    the file still holds exactly <contents>
 #   expect_no_temporaries(<dir>)           no hidden temporary (.<name>.XXXXXX) is left in <dir>
 # Every run is stopped after CLI_TIMEOUT seconds (default 600): set it lower to check that a
@@ -105,6 +106,15 @@ function(expect_usage_error texts)
       message(FATAL_ERROR "ncsde ${ARGN}: the message does not contain '${text}':\n${err}")
     endif()
   endforeach()
+endfunction()
+
+# expect_silent(<arguments...>): runs ncsde (stderr is a pipe, not a terminal), requires exit code
+# 0 and an empty stderr.
+function(expect_silent)
+  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT err STREQUAL "")
+    message(FATAL_ERROR "ncsde ${ARGN}: exit code ${rc} (expected 0), stderr '${err}' (expected none)")
+  endif()
 endfunction()
 
 # expect_unchanged(<file> <contents>): the file exists and holds exactly <contents>.

@@ -10,7 +10,8 @@
 #     earlier file unchanged (and no temporary), an unwritable --out fails before the run with the
 #     reason, exit code 2;
 #  7. runs beyond the limits of validation/limits.hpp (steps, memory) are refused before they
-#     start, naming the flag, the value and the estimate.
+#     start, naming the flag, the value and the estimate;
+#  8. a short run prints nothing on stderr off a terminal (progress lines start after 30 s).
 cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
 include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # to_units, run_ok, expect_usage_error
 
@@ -232,3 +233,6 @@ if(NOT rc EQUAL 2 OR NOT err MATCHES "--paths 100000000: the run needs about [0-
   message(FATAL_ERROR "simulate --paths 1e8 under ulimit -v 2000000: exit ${rc}, expected 2 and "
                       "the memory estimate:\n${err}")
 endif()
+
+# ---- 8. off a terminal, a short run is silent on stderr ----
+expect_silent(simulate --V0 "1,0.5\;0.5,1" --paths 20 --dt 0.01)

@@ -251,4 +251,6 @@ expect_usage_error("--networks 100000 with --d 1024 and --n 1024: about 5.37e+14
 # n = 10⁶: one n×n weight matrix is 8 TB.
 expect_usage_error("--n 1000000: the run needs about 8 TB of memory (the literal sampler's weight matrices, 8 TB per thread × 1 thread)"
                    sample-network --model mlp --V0 "${v2}" --n 1e6 --d 1 --networks 1 --sampler literal)
+# Off a terminal, a short run is silent on stderr (progress lines start after 30 s).
+expect_silent(sample-network --model attention --V0 "${v2}" --n 16 --d 8 --networks 40)
 file(REMOVE_RECURSE "${dir}")
