@@ -131,7 +131,15 @@ output_file::output_file(std::string_view command, std::string_view flag,
   std::string name = (m_target.parent_path() / hidden).string();
   const int fd = mkstemp(name.data());
   if (fd < 0) {
-    report(errno);
+    const int error = errno;
+    // A writable file in a directory we cannot create files in: write it in place, as a plain
+    // open would (a failed run then leaves it truncated; there is no other way to write it).
+    if (mode != 0 && fs::exists(status)) {
+      m_stream.open(m_path);
+      m_ok = static_cast<bool>(m_stream);
+      if (m_ok) return;
+    }
+    report(error);
     return;
   }
   fchmod(fd, mode);  // mkstemp creates the file 0600

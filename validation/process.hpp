@@ -46,7 +46,8 @@ bool run_plot_script(std::string_view command, const std::string& script,
 /// destructor removes the temporary: a run that fails leaves an earlier file at `path` unchanged
 /// and never a truncated one. The file gets the mode a plain open would give it (an existing
 /// file's mode, else 0666 minus the umask). A `path` that exists and is not a regular file
-/// (/dev/stdout, a FIFO) is written directly: there is nothing to replace.
+/// (/dev/stdout, a FIFO) is written directly: there is nothing to replace; so is a writable file
+/// in a directory where no temporary can be created.
 class output_file {
  public:
   /// On failure prints "ncsde <command>: cannot write <flag> <path>: <reason>" (strerror) to
