@@ -3,8 +3,14 @@
 /// returns its `command`; main.cpp lists them (one line per subcommand).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
+#include <string_view>
+#include <system_error>
 
 namespace ncsde::cli {
 
@@ -12,14 +18,85 @@ namespace ncsde::cli {
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure =
     1;  ///< the run failed, or (with --check) a result is out of tolerance
-inline constexpr int exit_usage = 2;  ///< bad command line or bad parameter values
+inline constexpr int exit_usage = 2;  ///< bad command line or parameter values, unwritable outputs
 
-/// CLI11 check for unsigned flags such as --seed: a decimal integer in [0, 2^64). Without it CLI11
-/// would wrap "-5" around to 2^64 − 5.
+namespace detail {
+
+/// Rewrites the integer in `text` as an optional '-' and decimal digits without leading zeros, or
+/// returns false when `text` is not an integer written in decimal: an optional sign ('-' only with
+/// `allow_negative`), digits, an optional fraction and an optional exponent, with an integer value
+/// of at most 20 digits ("1e6", "2.5e3" and "+010" are 1000000, 2500 and 10; "1.5", "1e-3",
+/// "0x10" are refused). CLI11 2.1 reads integers with strtoll/strtoull in base 0, where "010" is
+/// octal 8, "0x10" is 16 and "1e6" is an error; the canonical text reads as the number written.
+inline bool canonical_decimal(std::string& text, bool allow_negative) {
+  std::string_view rest = text;
+  bool negative = false;
+  if (!rest.empty() && (rest.front() == '+' || (allow_negative && rest.front() == '-'))) {
+    negative = rest.front() == '-';
+    rest.remove_prefix(1);
+  }
+  auto take_digits = [&rest]() {
+    const std::size_t end = std::min(rest.find_first_not_of("0123456789"), rest.size());
+    const std::string_view digits = rest.substr(0, end);
+    rest.remove_prefix(end);
+    return digits;
+  };
+  std::string digits(take_digits());
+  std::string_view fraction;
+  if (!rest.empty() && rest.front() == '.') {
+    rest.remove_prefix(1);
+    fraction = take_digits();
+  }
+  if (digits.empty() && fraction.empty()) return false;
+  long long exponent = 0;
+  if (!rest.empty() && (rest.front() == 'e' || rest.front() == 'E')) {
+    rest.remove_prefix(1);
+    if (!rest.empty() && rest.front() == '+') rest.remove_prefix(1);
+    const std::string_view e = take_digits();
+    if (e.empty() || e.size() > 3) return false;
+    exponent = std::stoll(std::string(e));
+  }
+  if (!rest.empty()) return false;
+  // value = digits.fraction × 10^exponent: an integer when the fraction's significant digits
+  // fit in the exponent.
+  fraction = fraction.substr(0, std::min(fraction.find_last_not_of('0') + 1, fraction.size()));
+  if (static_cast<long long>(fraction.size()) > exponent) return false;
+  digits += fraction;
+  digits.append(static_cast<std::size_t>(exponent) - fraction.size(), '0');
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+  if (digits.size() > 20) return false;
+  text = (negative && digits != "0" ? "-" : "") + digits;
+  return true;
+}
+
+}  // namespace detail
+
+/// CLI11 transform for integer flags (add it with ->transform(), before any range check): the
+/// value must be an integer written in decimal, as digits or with an exponent ("1e6"), so "1.5",
+/// "1e-3" and "0x10" are refused with the flag and the text named, and "010" is ten, not CLI11's
+/// octal eight.
+inline const CLI::Validator decimal_integer(
+    [](std::string& text) -> std::string {
+      const std::string given = text;
+      if (!detail::canonical_decimal(text, /*allow_negative=*/true))
+        return "must be a decimal integer such as 1000 or 1e6 (got '" + given + "')";
+      return {};
+    },
+    "", "decimal integer");
+
+/// CLI11 transform for unsigned flags such as --seed (add it with ->transform()): a decimal integer
+/// in [0, 2^64 − 1], as digits or with an exponent. Without it CLI11 would wrap "-5" around to
+/// 2^64 − 5, clamp 2^64 and above to 2^64 − 1 and read "010" as octal.
 inline const CLI::Validator non_negative_integer(
     [](std::string& text) -> std::string {
-      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-        return "must be a non-negative integer (got '" + text + "')";
+      const std::string given = text;
+      if (!detail::canonical_decimal(text, /*allow_negative=*/false))
+        return "must be a non-negative integer (got '" + given + "')";
+      std::uint64_t value = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size())
+        return "must be at most 2^64 - 1 = " +
+               std::to_string(std::numeric_limits<std::uint64_t>::max()) + " (got '" + given + "')";
       return {};
     },
     "NONNEGATIVE", "non-negative integer");

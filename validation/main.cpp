@@ -1,10 +1,12 @@
 /// The `ncsde` command-line program: `ncsde <subcommand> [options]`, one subcommand per file
-/// (command.hpp). Exit codes: 0 success, 1 run failure, 2 bad command line or parameter values.
+/// (command.hpp). Exit codes: 0 success, 1 run failure, 2 bad command line or parameter values
+/// (an --out or --plots path found unwritable before the run included).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,6 +71,14 @@ int main(int argc, char** argv) {
     } catch (const ncsde::invalid_argument& e) {
       std::fprintf(stderr, "ncsde %s: error: %s\n", sub->get_name().c_str(), e.what());
       return exit_usage;
+    } catch (const std::bad_alloc&) {
+      // The commands refuse runs whose estimated memory exceeds what is available (limits.hpp);
+      // this is what is left when the estimate was short of the truth.
+      std::fprintf(stderr,
+                   "ncsde %s: failed: out of memory (std::bad_alloc); lower --paths, --networks "
+                   "or --n\n",
+                   sub->get_name().c_str());
+      return exit_failure;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ncsde %s: failed: %s\n", sub->get_name().c_str(), e.what());
       return exit_failure;

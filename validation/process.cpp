@@ -2,11 +2,16 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 extern char** environ;
 
@@ -52,10 +57,19 @@ bool plotting_available(std::string_view command, const std::string& script) {
 bool create_plot_directory(std::string_view command, const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (!ec) return true;
-  std::fprintf(stderr, "ncsde %.*s: --plots: cannot create %s: %s\n",
-               static_cast<int>(command.size()), command.data(), dir.c_str(), ec.message().c_str());
-  return false;
+  if (ec) {
+    std::fprintf(stderr, "ncsde %.*s: --plots: cannot create %s: %s\n",
+                 static_cast<int>(command.size()), command.data(), dir.c_str(),
+                 ec.message().c_str());
+    return false;
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    std::fprintf(stderr, "ncsde %.*s: --plots: cannot write into %s: %s\n",
+                 static_cast<int>(command.size()), command.data(), dir.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 bool run_plot_script(std::string_view command, const std::string& script,
@@ -75,12 +89,99 @@ bool run_plot_script(std::string_view command, const std::string& script,
   return false;
 }
 
-bool open_output(std::string_view command, const std::string& path, std::ofstream& file) {
-  file.open(path);
-  if (file) return true;
-  std::fprintf(stderr, "ncsde %.*s: --out: cannot write %s\n", static_cast<int>(command.size()),
-               command.data(), path.c_str());
-  return false;
+output_file::output_file(std::string_view command, std::string_view flag,
+                         std::filesystem::path path)
+    : m_command(command), m_flag(flag), m_path(std::move(path)), m_target(m_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(m_path, ec);  // follows symbolic links
+  mode_t mode = 0;
+  if (fs::exists(status)) {
+    if (fs::is_directory(status)) {
+      report(EISDIR);
+      return;
+    }
+    if (!fs::is_regular_file(status)) {
+      m_stream.open(m_path);
+      if (!m_stream) {
+        report(errno);
+        return;
+      }
+      m_ok = true;
+      return;
+    }
+    // Replacing the file must need what writing it needs.
+    if (access(m_path.c_str(), W_OK) != 0) {
+      report(errno);
+      return;
+    }
+    struct stat st {};
+    if (stat(m_path.c_str(), &st) == 0) mode = st.st_mode & 07777;
+    m_target = fs::canonical(m_path, ec);
+    if (ec) m_target = m_path;
+  } else {
+    const mode_t mask = umask(0);
+    umask(mask);
+    mode = 0666 & ~mask;
+  }
+  // A hidden name next to the target: ".<name>.XXXXXX".
+  std::string hidden(".");
+  hidden += m_target.filename().string();
+  hidden += ".XXXXXX";
+  std::string name = (m_target.parent_path() / hidden).string();
+  const int fd = mkstemp(name.data());
+  if (fd < 0) {
+    const int error = errno;
+    // A writable file in a directory we cannot create files in: write it in place, as a plain
+    // open would (a failed run then leaves it truncated; there is no other way to write it).
+    if (mode != 0 && fs::exists(status)) {
+      m_stream.open(m_path);
+      m_ok = static_cast<bool>(m_stream);
+      if (m_ok) return;
+    }
+    report(error);
+    return;
+  }
+  fchmod(fd, mode);  // mkstemp creates the file 0600
+  close(fd);
+  m_temporary = name;
+  m_stream.open(m_temporary, std::ios::out | std::ios::trunc);
+  if (!m_stream) {
+    const int error = errno;
+    fs::remove(m_temporary, ec);
+    m_temporary.clear();
+    report(error);
+    return;
+  }
+  m_ok = true;
+}
+
+output_file::~output_file() {
+  if (m_committed || m_temporary.empty()) return;
+  m_stream.close();
+  std::error_code ec;
+  std::filesystem::remove(m_temporary, ec);
+}
+
+bool output_file::commit() {
+  if (!m_ok) return false;
+  errno = 0;
+  m_stream.close();
+  if (!m_stream) {
+    report(errno != 0 ? errno : EIO);
+    return false;  // the destructor removes the temporary
+  }
+  if (!m_temporary.empty() && std::rename(m_temporary.c_str(), m_target.c_str()) != 0) {
+    report(errno);
+    return false;
+  }
+  m_committed = true;
+  return true;
+}
+
+void output_file::report(int error) const {
+  std::fprintf(stderr, "ncsde %s: cannot write %s %s: %s\n", m_command.c_str(), m_flag.c_str(),
+               m_path.c_str(), std::strerror(error));
 }
 
 }  // namespace ncsde::cli

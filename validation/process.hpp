@@ -1,10 +1,12 @@
 #pragma once
 /// Files and child processes of the `ncsde` program: the --out file, the --plots directory and the
 /// python3 + matplotlib plot scripts of validation/plots. Every helper reports its own failure on
-/// stderr as "ncsde <command>: …", naming the flag or the path, so a command only returns
-/// exit_failure when one returns false.
+/// stderr as "ncsde <command>: …", naming the flag or the path, so a command only returns an exit
+/// code when one returns false: exit_usage for a path found unwritable before the run,
+/// exit_failure for a failure during or after it.
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,9 +27,10 @@ int run_process(const std::vector<std::string>& args, child_output output);
 /// prints "ncsde <command>: --plots needs …" to stderr and returns false.
 bool plotting_available(std::string_view command, const std::string& script);
 
-/// Creates the --plots directory `dir` and its missing parents (an existing directory is fine); on
-/// failure prints "ncsde <command>: --plots: cannot create <dir>: <reason>" to stderr and returns
-/// false.
+/// Creates the --plots directory `dir` and its missing parents (an existing directory is fine) and
+/// checks that files can be created in it; on failure prints "ncsde <command>: --plots: cannot
+/// create <dir>: <reason>" (or "cannot write into <dir>: <reason>") to stderr and returns false.
+/// Called before a run, so that a bad --plots fails at once.
 bool create_plot_directory(std::string_view command, const std::filesystem::path& dir);
 
 /// Runs `python script args…` with its output sent to our stderr; when the script exits with a
@@ -36,9 +39,43 @@ bool create_plot_directory(std::string_view command, const std::filesystem::path
 bool run_plot_script(std::string_view command, const std::string& script,
                      const std::vector<std::string>& args);
 
-/// Opens `path` (the --out flag) for writing into `file`, before a run, so that an unwritable path
-/// fails at once; on failure prints "ncsde <command>: --out: cannot write <path>" to stderr and
-/// returns false.
-bool open_output(std::string_view command, const std::string& path, std::ofstream& file);
+/// An output file (--out, the --plots data) written whole or not at all. The constructor, called
+/// before a run, checks that `path` can be written and creates a temporary file next to it (in the
+/// same directory, so that the final rename is atomic); stream() writes to the temporary and
+/// commit() renames it onto `path`. Without commit() (an error, an exception, an early return) the
+/// destructor removes the temporary: a run that fails leaves an earlier file at `path` unchanged
+/// and never a truncated one. The file gets the mode a plain open would give it (an existing
+/// file's mode, else 0666 minus the umask). A `path` that exists and is not a regular file
+/// (/dev/stdout, a FIFO) is written directly: there is nothing to replace; so is a writable file
+/// in a directory where no temporary can be created.
+class output_file {
+ public:
+  /// On failure prints "ncsde <command>: cannot write <flag> <path>: <reason>" (strerror) to
+  /// stderr, and ok() is false.
+  output_file(std::string_view command, std::string_view flag, std::filesystem::path path);
+  output_file(const output_file&) = delete;
+  output_file& operator=(const output_file&) = delete;
+  ~output_file();
+
+  /// The file can be written (the constructor succeeded).
+  bool ok() const { return m_ok; }
+  /// The stream to write the contents to.
+  std::ostream& stream() { return m_stream; }
+  /// Closes the stream and moves the file into place. On a write or rename failure prints "ncsde
+  /// <command>: cannot write <flag> <path>: <reason>", removes the temporary and returns false.
+  bool commit();
+
+ private:
+  void report(int error) const;
+
+  std::string m_command;
+  std::string m_flag;
+  std::filesystem::path m_path;       ///< as given (messages)
+  std::filesystem::path m_target;     ///< the file the rename replaces (symbolic links followed)
+  std::filesystem::path m_temporary;  ///< empty when `path` is written directly
+  std::ofstream m_stream;
+  bool m_ok = false;
+  bool m_committed = false;
+};
 
 }  // namespace ncsde::cli

@@ -3,6 +3,12 @@
 #   to_units(<out> <decimal> <places>)     a decimal number as an integer count of 10^-places units
 #   run_ok(<out> <arguments...>)           ncsde must exit with 0; its stdout
 #   expect_usage_error(<texts> <arguments...>)  ncsde must exit with 2 and name every text
+#   expect_exit(<code> <texts> <arguments...>)  ncsde must exit with <code> and name every text
+#   expect_silent(<arguments...>)         ncsde must exit with 0 and print nothing on stderr
+#   expect_unchanged(<file> <contents>)    the file still holds exactly <contents>
+#   expect_no_temporaries(<dir>)           no hidden temporary (.<name>.XXXXXX) is left in <dir>
+# Every run is stopped after CLI_TIMEOUT seconds (default 600): set it lower to check that a
+# command fails before a long run instead of after it.
 # A failed expectation stops the driver with FATAL_ERROR, which fails the ctest test.
 cmake_policy(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
 if(NOT NCSDE)
@@ -62,11 +68,36 @@ function(run_ok out)
   set(${out} "${stdout}" PARENT_SCOPE)
 endfunction()
 
+# expect_exit(<exit code> <texts the message must contain, ';'-separated> <arguments...>): runs
+# ncsde, requires the exit code and every text in its stderr.
+function(expect_exit code texts)
+  if(NOT CLI_TIMEOUT)
+    set(CLI_TIMEOUT 600)
+  endif()
+  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  TIMEOUT ${CLI_TIMEOUT})
+  if(NOT rc STREQUAL "${code}")
+    message(FATAL_ERROR "ncsde ${ARGN}: expected exit code ${code}, got ${rc}\n${err}")
+  endif()
+  foreach(text IN LISTS texts)
+    string(FIND "${err}" "${text}" position)
+    if(position EQUAL -1)
+      message(FATAL_ERROR "ncsde ${ARGN}: the message does not contain '${text}':\n${err}")
+    endif()
+  endforeach()
+endfunction()
+
 # expect_usage_error(<texts the message must contain, ';'-separated> <arguments...>): runs ncsde,
 # requires exit code 2 and every text in its stderr.
+# (Its own body: forwarding ${ARGN} to expect_exit would split the arguments at their escaped
+# semicolons, "1,0\;0,1".)
 function(expect_usage_error texts)
-  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 2)
+  if(NOT CLI_TIMEOUT)
+    set(CLI_TIMEOUT 600)
+  endif()
+  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  TIMEOUT ${CLI_TIMEOUT})
+  if(NOT rc STREQUAL "2")
     message(FATAL_ERROR "ncsde ${ARGN}: expected exit code 2, got ${rc}\n${err}")
   endif()
   foreach(text IN LISTS texts)
@@ -75,4 +106,33 @@ function(expect_usage_error texts)
       message(FATAL_ERROR "ncsde ${ARGN}: the message does not contain '${text}':\n${err}")
     endif()
   endforeach()
+endfunction()
+
+# expect_silent(<arguments...>): runs ncsde (stderr is a pipe, not a terminal), requires exit code
+# 0 and an empty stderr.
+function(expect_silent)
+  execute_process(COMMAND "${NCSDE}" ${ARGN} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT err STREQUAL "")
+    message(FATAL_ERROR "ncsde ${ARGN}: exit code ${rc} (expected 0), stderr '${err}' (expected none)")
+  endif()
+endfunction()
+
+# expect_unchanged(<file> <contents>): the file exists and holds exactly <contents>.
+function(expect_unchanged file contents)
+  if(NOT EXISTS "${file}")
+    message(FATAL_ERROR "${file} was removed")
+  endif()
+  file(READ "${file}" now)
+  if(NOT now STREQUAL "${contents}")
+    message(FATAL_ERROR "${file} was changed: it holds '${now}', expected '${contents}'")
+  endif()
+endfunction()
+
+# expect_no_temporaries(<dir>): an output is written to a hidden temporary next to its target;
+# none may be left behind.
+function(expect_no_temporaries dir)
+  file(GLOB left LIST_DIRECTORIES false "${dir}/.*")
+  if(left)
+    message(FATAL_ERROR "temporary files left in ${dir}: ${left}")
+  endif()
 endfunction()

@@ -1,7 +1,8 @@
 # ctest driver for `ncsde convergence` (cmake -DNCSDE=<path to ncsde> -P convergence_cli.cmake):
 #  1. a small gbm run with --format json parses (CMake's own JSON parser) and every object has the
 #     documented fields, with as many errors as step sizes;
-#  2. bad command lines fail with exit code 2 and a message naming the flag and the value.
+#  2. bad command lines fail with exit code 2 and a message naming the flag and the value;
+#  3. a --plots directory that cannot be created fails before the (minutes-long) run.
 include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # run_ok, expect_usage_error
 
 run_ok(out convergence --problem gbm --paths 200 --format json)
@@ -46,3 +47,28 @@ expect_usage_error("--seed: must be a non-negative integer (got '-5')" convergen
 expect_usage_error("unknown command 'frobnicate'" frobnicate)
 expect_usage_error("A subcommand is required")
 expect_usage_error("nothing to measure" convergence --problem noncommutative --scheme milstein --kind weak)
+# Integer flags are decimal integers (1e9 included): no clamping past 2^64 − 1, no octal or hex.
+expect_usage_error("--seed: must be at most 2^64 - 1 = 18446744073709551615 (got '18446744073709551616')"
+                   convergence --seed 18446744073709551616)
+expect_usage_error("--seed: must be a non-negative integer (got '-1')" convergence --seed -1)
+expect_usage_error("--threads: Value 1000000000 not in range 0 to 4096" convergence --threads 1e9)
+expect_usage_error("--paths: must be a decimal integer such as 1000 or 1e6 (got '0x10')"
+                   convergence --paths 0x10)
+expect_usage_error("--levels: must be a decimal integer such as 1000 or 1e6 (got '4.5')"
+                   convergence --levels 4.5)
+
+# A --plots directory that cannot be created fails at once, not after the default study (minutes):
+# within 10 s. Under a regular file nothing can be created.
+execute_process(COMMAND /usr/bin/python3 -c "import matplotlib" RESULT_VARIABLE no_matplotlib
+                OUTPUT_QUIET ERROR_QUIET)
+if(no_matplotlib EQUAL 0)
+  set(file "${CMAKE_CURRENT_BINARY_DIR}/convergence_cli_file")
+  file(WRITE "${file}" "")
+  set(CLI_TIMEOUT 10)
+  expect_usage_error("ncsde convergence: --plots: cannot create ${file}/plots: Not a directory"
+                     convergence --plots "${file}/plots")
+  unset(CLI_TIMEOUT)
+  file(REMOVE "${file}")
+else()
+  message(STATUS "python3 with matplotlib not found: convergence --plots not tested")
+endif()

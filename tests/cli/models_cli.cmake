@@ -3,7 +3,15 @@
 #  1. mlp coefficients at V = [[1, .5], [.5, 1]] against the closed forms of docs/maths.md §3.2;
 #  2. attention coefficients at V = [[2, 1], [1, 1]] against k_lin Σ_lin + k_att Σ_att by hand;
 #  3. a small simulate run writes a CSV with the documented header and one row per path;
-#  4. bad model flags and matrices fail with exit code 2 and a message naming the flag and the value.
+#  4. bad model flags and matrices fail with exit code 2 and a message naming the flag and the value;
+#  5. integer flags are read as decimal integers: "010" and "1e1" are ten, "1.5" and 2^64 are
+#     refused;
+#  6. --out is replaced only by a successful run: a bad flag or a run that fails midway leaves an
+#     earlier file unchanged (and no temporary), an unwritable --out fails before the run with the
+#     reason, exit code 2;
+#  7. runs beyond the limits of validation/limits.hpp (steps, memory) are refused before they
+#     start, naming the flag, the value and the estimate;
+#  8. a short run prints nothing on stderr off a terminal (progress lines start after 30 s).
 cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
 include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # to_units, run_ok, expect_usage_error
 
@@ -147,8 +155,84 @@ expect_usage_error("--heads" coefficients --model mlp --heads 2 --V "1,0\;0,1")
 expect_usage_error("--V;'1,2\;3';row 2" coefficients --model mlp --V "1,2\;3")
 expect_usage_error("--V;'1,x\;0,1';'x' is not a finite number" coefficients --model mlp --V "1,x\;0,1")
 expect_usage_error("--V;not symmetric" coefficients --model mlp --V "1,2\;0,1")
+# A finite V at which the coefficients overflow is refused, not printed as null.
+expect_usage_error("--V: the coefficients overflow (are not finite) at V = '1e300,0\;0,1e300': Sigma^{11,11} = inf"
+                   coefficients --model mlp --V "1e300,0\;0,1e300")
+expect_usage_error("--V: the coefficients overflow" coefficients --model transformer --V "1e200,0\;0,1" --format table)
 expect_usage_error("--model: foo not in" coefficients --model foo --V "1,0\;0,1")
 expect_usage_error("--pd-policy: bogus not in" simulate --V0 "1,0\;0,1" --pd-policy bogus)
 expect_usage_error("--V0;'1,x';entries" simulate --V0 "1,x" --paths 2)
 expect_usage_error("--stop-level must be > 0 (inf: never stop) (got -2)" simulate --V0 "1,0\;0,1" --stop-level -2)
 expect_usage_error("--gamma2;1.5" simulate --model resnet --gamma2 1.5 --V0 "1,0\;0,1" --paths 2)
+
+# ---- 5. integer flags: decimal digits only, read as written ----
+run_ok(ten simulate --V0 "1,0.5\;0.5,1" --paths 1e1 --seed 010 --dt 0.1 --threads 1 --format json)
+run_ok(ten_plain simulate --V0 "1,0.5\;0.5,1" --paths 10 --seed 10 --dt 0.1 --threads 1 --format json)
+string(JSON paths GET "${ten}" paths)
+string(JSON seed GET "${ten}" seed)
+string(JSON ten_rho GET "${ten}" functionals 0)
+string(JSON plain_rho GET "${ten_plain}" functionals 0)
+if(NOT paths EQUAL 10 OR NOT seed EQUAL 10 OR NOT ten_rho STREQUAL plain_rho)
+  message(FATAL_ERROR "simulate --paths 1e1 --seed 010 is not --paths 10 --seed 10:\n${ten}")
+endif()
+expect_usage_error("--paths: must be a decimal integer such as 1000 or 1e6 (got '1.5')"
+                   simulate --V0 "1,0\;0,1" --paths 1.5)
+expect_usage_error("--seed: must be at most 2^64 - 1" simulate --V0 "1,0\;0,1" --seed 99999999999999999999)
+expect_usage_error("--heads: must be a decimal integer such as 1000 or 1e6 (got '2.5')"
+                   coefficients --model attention --heads 2.5 --V "1,0\;0,1")
+
+# ---- 6. --out: whole or not at all ----
+set(dir "${CMAKE_CURRENT_BINARY_DIR}/models_cli_out")
+file(REMOVE_RECURSE "${dir}")
+file(MAKE_DIRECTORY "${dir}")
+set(earlier "earlier results\n")
+file(WRITE "${dir}/r.csv" "${earlier}")
+set(identity "1,0\;0,1")
+set(sim --paths 5 --out "${dir}/r.csv")
+expect_usage_error("dt must be > 0 and finite (got -1) (flag --dt)"
+                   simulate --V0 "${identity}" ${sim} --dt -1)
+expect_usage_error("T must be finite (got inf) (flag --T)" simulate --V0 "${identity}" ${sim} --T inf)
+expect_usage_error("dt must be <= T - t0 = 1 (got 2) (flag --dt)"
+                   simulate --V0 "${identity}" ${sim} --dt 2)
+expect_usage_error("blowup_threshold must be in (0, 1e100] (got 0) (flag --blowup-threshold)"
+                   simulate --V0 "${identity}" ${sim} --blowup-threshold 0)
+expect_usage_error("--stop-level must be > 0" simulate --V0 "${identity}" ${sim} --stop-level -1)
+expect_unchanged("${dir}/r.csv" "${earlier}")
+# A run that fails midway (the throw policy at a step that leaves the cone): exit 1, file unchanged.
+expect_exit(1 "left the positive-semidefinite cone"
+            simulate --V0 "1,0\;0,1" --paths 200 --dt 0.5 --pd-policy throw --out "${dir}/r.csv")
+expect_unchanged("${dir}/r.csv" "${earlier}")
+expect_no_temporaries("${dir}")
+# An unwritable --out fails before the run, with the reason.
+expect_usage_error(
+  "ncsde simulate: cannot write --out ${dir}/no/such/dir/x.csv: No such file or directory"
+  simulate --V0 "1,0\;0,1" --paths 5 --out "${dir}/no/such/dir/x.csv")
+expect_usage_error("ncsde simulate: cannot write --out ${dir}: Is a directory"
+                   simulate --V0 "1,0\;0,1" --paths 5 --out "${dir}")
+# A successful run replaces the file.
+run_ok(ignored simulate --V0 "1,0\;0,1" --paths 5 --dt 0.1 --out "${dir}/r.csv")
+file(STRINGS "${dir}/r.csv" lines)
+list(LENGTH lines n_lines)
+if(NOT n_lines EQUAL 6)
+  message(FATAL_ERROR "simulate --paths 5 --out: expected 6 lines in the replaced file, got ${n_lines}")
+endif()
+expect_no_temporaries("${dir}")
+file(REMOVE_RECURSE "${dir}")
+
+# ---- 7. limits: refused at once, with the flag, the value and the estimate ----
+expect_usage_error("--dt 1e-06 with --T 1e+06: 1e+12 steps per path, more than the limit of 1e+09"
+                   simulate --V0 "1,0\;0,1" --T 1e6 --dt 1e-6)
+expect_usage_error("--paths 1000000000: 1e+15 steps in all;more than the limit of 1e+12 steps"
+                   simulate --V0 "1,0\;0,1" --paths 1e9 --T 1000 --dt 1e-3)
+# Memory: under a 2 GB address-space limit (RLIMIT_AS) 1e8 paths of m = 1 (about 3.6 GB) are
+# refused before any allocation.
+execute_process(COMMAND /bin/sh -c "ulimit -v 2000000 && exec \"$0\" \"$@\"" "${NCSDE}"
+                        simulate --V0 2 --paths 1e8 --dt 0.5
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "--paths 100000000: the run needs about [0-9.]+ GB of memory \\(36 bytes per path: 1 functional value\\), more than the 2.05 GB available \\(RLIMIT_AS\\)")
+  message(FATAL_ERROR "simulate --paths 1e8 under ulimit -v 2000000: exit ${rc}, expected 2 and "
+                      "the memory estimate:\n${err}")
+endif()
+
+# ---- 8. off a terminal, a short run is silent on stderr ----
+expect_silent(simulate --V0 "1,0.5\;0.5,1" --paths 20 --dt 0.01)

@@ -9,7 +9,11 @@
 #  5. rank-collapse on a small configuration: exit 0, one row per depth, both forms start at the
 #     mean correlation of V3 (0.5), and at the last depth unshaped attention has collapsed (mean
 #     ρ > 0.99) and lies above shaped attention; the CSV has the same rows; with python3 +
-#     matplotlib, --plots draws the PNG.
+#     matplotlib, --plots draws the PNG;
+#  6. outputs are checked before the run and replaced only by a successful one: a bad flag leaves
+#     an earlier --out unchanged, an unwritable --out or --plots fails at once (exit code 2);
+#  7. runs beyond the limits of validation/limits.hpp (network layers, work, memory) are refused
+#     before they start, naming the flag, the value and the estimate.
 cmake_minimum_required(VERSION 3.19)  # string(JSON); CMP0054: quoted if() arguments are strings
 include("${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake")  # to_units, run_ok, expect_usage_error
 
@@ -212,4 +216,41 @@ if(no_matplotlib EQUAL 0)
 else()
   message(STATUS "python3 with matplotlib not found: rank-collapse --plots not tested")
 endif()
+# ---- 6. outputs: checked first, replaced only by a successful run ----
+set(earlier "earlier results\n")
+file(WRITE "${dir}/r.csv" "${earlier}")
+expect_usage_error("stop_level;(got -1) (flag --stop-level)"
+                   ${sn} --V0 "${v2}" --n 16 --d 4 --stop-level -1 --out "${dir}/r.csv")
+expect_usage_error("heads must be a divisor of n = 16 (got 3) (flag --heads)"
+                   ${sn} --V0 "${v2}" --n 16 --d 4 --heads 3 --out "${dir}/r.csv")
+expect_unchanged("${dir}/r.csv" "${earlier}")
+expect_usage_error(
+  "ncsde sample-network: cannot write --out ${dir}/no/such/dir/x.csv: No such file or directory"
+  ${sn} --V0 "${v2}" --n 16 --d 4 --out "${dir}/no/such/dir/x.csv")
+expect_usage_error("ncsde rank-collapse: cannot write --out ${dir}/no/x.csv: No such file or directory"
+                   rank-collapse --n 16 --d 4 --networks 2 --out "${dir}/no/x.csv")
+run_ok(ignored ${sn} --V0 "${v2}" --n 16 --d 4 --out "${dir}/r.csv")
+check_csv("${dir}/r.csv" "path,status,t_stop,V11,V12,V22" 2 6 "0.25")
+expect_no_temporaries("${dir}")
+if(no_matplotlib EQUAL 0)
+  # A --plots directory that cannot be created fails before the run (this one takes ~30 s): within
+  # 10 s, with the reason. ${dir}/r.csv is a file, so nothing can be created under it.
+  set(CLI_TIMEOUT 10)
+  expect_usage_error("ncsde rank-collapse: --plots: cannot create ${dir}/r.csv/plots: Not a directory"
+                     rank-collapse --n 64 --d 2048 --networks 2000 --plots "${dir}/r.csv/plots")
+  unset(CLI_TIMEOUT)
+endif()
+# ---- 7. limits ----
+expect_usage_error("--networks 1000 with --d 100000000: 1e+11 network layers;more than the limit of 1e+10"
+                   sample-network --V0 "${v2}" --n 64 --d 1e8 --networks 1000)
+expect_usage_error("--networks 1000000000 with --d 512: 1.02e+12 network layers (1000000000 × 512 × 2 ensembles)"
+                   rank-collapse --networks 1e9)
+expect_usage_error("--networks 100000 with --d 1024 and --n 1024: about 5.37e+14 units of work;weights drawn per layer, literal sampler"
+                   sample-network --model transformer --V0 "${v2}" --n 1024 --d 1024 --networks 1e5
+                   --sampler literal)
+# n = 10⁶: one n×n weight matrix is 8 TB.
+expect_usage_error("--n 1000000: the run needs about 8 TB of memory (the literal sampler's weight matrices, 8 TB per thread × 1 thread)"
+                   sample-network --model mlp --V0 "${v2}" --n 1e6 --d 1 --networks 1 --sampler literal)
+# Off a terminal, a short run is silent on stderr (progress lines start after 30 s).
+expect_silent(sample-network --model attention --V0 "${v2}" --n 16 --d 8 --networks 40)
 file(REMOVE_RECURSE "${dir}")

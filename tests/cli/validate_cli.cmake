@@ -57,14 +57,44 @@ foreach(f rho_density.png ks_vs_n.png sample_paths.png stopped_fraction.png vali
   endif()
 endforeach()
 
-# Bad input: exit 2 and the flag and value named.
-expect_usage_error("dt must be such that 1/(n·dt) is an integer for n = 48" validate --n 48 --dt 0.0078125 --paths 10 --networks 10)
-expect_usage_error("--n must be > 64 (widths strictly increasing) (got 32)" validate --n 64,32)
-expect_usage_error("--n must be >= 2 (each width) (got 1)" validate --n 1,2)
+# Bad input: exit 2, and the rule, the value and the flag named as the other commands name them.
+expect_usage_error("dt must be such that 1/(n·dt) is an integer for n = 48;every network grid k/n;(got 0.0078125) (flag --dt)"
+                   validate --n 48 --dt 0.0078125 --paths 10 --networks 10)
+# The default widths 32 … 256 with dt = 1/16: the rule and the first width that breaks it.
+expect_usage_error("1/(n·dt) must be an integer for every width n (1/(32·dt) = 0.5) (got 0.0625) (flag --dt)"
+                   validate --dt 0.0625)
+expect_usage_error("T must be such that T·n is an integer depth for n = 32 (got 0.7) (flag --T)"
+                   validate --T 0.7)
+expect_usage_error("n must be > 64 (widths strictly increasing) (got 32) (flag --n)" validate --n 64,32)
+expect_usage_error("n must be >= 2 (each width) (got 1) (flag --n)" validate --n 1,2)
+expect_usage_error("--n: must be a decimal integer such as 1000 or 1e6 (got '1.5')" validate --n 8,1.5)
 expect_usage_error("--variants must be one of correct, vpv" validate --variants vpvpv)
-expect_usage_error("variant must be 'correct' for a model without attention" validate --model mlp --variants vpv)
-expect_usage_error("heads must be a divisor of n = 8" validate --model attention --heads 3 --n 8,16)
-expect_usage_error("--stop-level must be > 0 and finite (got -1)" validate --stop-level -1)
-expect_usage_error("--alpha must be in (0, 1) (got 2)" validate --alpha 2)
-expect_usage_error("--V0 must be at least 2x2 (ρ needs two tokens) (got a 1x1 matrix)" validate --V0 "1")
+expect_usage_error("variant must be 'correct' for a model without attention;(flag --variants)"
+                   validate --model mlp --variants vpv)
+expect_usage_error("heads must be a divisor of n = 8 (got 3) (flag --heads)"
+                   validate --model attention --heads 3 --n 8,16)
+expect_usage_error("stop_level must be > 0 and finite (got -1) (flag --stop-level)" validate --stop-level -1)
+expect_usage_error("tail_level must be > 0 and finite (got 0) (flag --tail-level)" validate --tail-level 0)
+expect_usage_error("alpha must be in (0, 1) (got 2) (flag --alpha)" validate --alpha 2)
+expect_usage_error("V0 must be at least 2x2 (ρ needs two tokens) (got a 1x1 matrix) (flag --V0)"
+                   validate --V0 "1")
 expect_usage_error("--V0: malformed matrix '1,x'" validate --V0 "1,x")
+expect_usage_error("--paths 1000000000: 4.1e+12 steps in all;× 4 SDE runs), more than the limit of 1e+12"
+                   validate --paths 1e9)
+
+# dt = 1/16 on the widths 8 and 16 (T/dt = 16 steps, not a multiple of the 64 sample-path times):
+# the sample paths are saved at the nearest steps, not refused as off-grid save times.
+file(REMOVE_RECURSE "${OUT}")
+run_ok(ignored validate --model attention --n 8,16 --networks 50 --paths 50 --dt 0.0625
+       --format json --plots "${OUT}")
+file(STRINGS "${OUT}/paths.csv" lines REGEX "^sde,0,")
+list(LENGTH lines n_times)
+if(NOT n_times EQUAL 17)
+  message(FATAL_ERROR "validate --dt 0.0625: expected path 0 at the 17 grid times 0, 1/16, …, 1, got ${n_times}")
+endif()
+
+# An earlier --plots directory keeps its files when a run is refused.
+file(WRITE "${OUT}/validation.md" "earlier report\n")
+expect_usage_error("stop_level" validate --stop-level -1 --plots "${OUT}")
+expect_unchanged("${OUT}/validation.md" "earlier report\n")
+expect_no_temporaries("${OUT}")

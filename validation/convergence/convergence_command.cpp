@@ -13,9 +13,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,10 +55,16 @@ int run_convergence_command(const convergence_args& a) {
     return exit_ok;
   }
 
+  // Fail before the (long) run, not after it: the plot directory is created and convergence.json
+  // is created as a temporary, which replaces the file only once the run has succeeded.
   const std::filesystem::path script(NCSDE_PLOT_SCRIPT);
+  const std::filesystem::path dir(a.plots);
+  std::optional<output_file> plot_data;
   if (!a.plots.empty()) {
-    // Fail before the (long) run, not after it.
     if (!plotting_available("convergence", script.string())) return exit_failure;
+    if (!create_plot_directory("convergence", dir)) return exit_usage;
+    plot_data.emplace("convergence", "--plots", dir / "convergence.json");
+    if (!plot_data->ok()) return exit_usage;
   }
 
   convergence_options opt;
@@ -99,18 +105,10 @@ int run_convergence_command(const convergence_args& a) {
   }
   if (!table) std::cout << convergence_json(all) << '\n';
 
-  if (!a.plots.empty()) {
-    const std::filesystem::path dir(a.plots);
-    if (!create_plot_directory("convergence", dir)) return exit_failure;
+  if (plot_data) {
+    plot_data->stream() << convergence_json(all) << '\n';
+    if (!plot_data->commit()) return exit_failure;
     const std::filesystem::path json = dir / "convergence.json";
-    {
-      std::ofstream out(json);
-      out << convergence_json(all) << '\n';
-      if (!out) {
-        std::fprintf(stderr, "ncsde convergence: cannot write %s\n", json.c_str());
-        return exit_failure;
-      }
-    }
     if (!run_plot_script("convergence", script.string(), {json.string(), dir.string()}))
       return exit_failure;
   }
@@ -149,18 +147,22 @@ command convergence_command() {
         ->capture_default_str();
     sub.add_option("--paths", a->paths,
                    "Monte Carlo paths per problem (default: each problem's own)")
+        ->transform(decimal_integer)
         ->check(CLI::Range(2LL, 1'000'000'000LL));
     sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
-        ->check(non_negative_integer)
+        ->transform(non_negative_integer)
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
+        ->transform(decimal_integer)
         ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     sub.add_option("--levels", a->levels,
                    "Number of step sizes dt = T/2^l (default: each problem's own)")
+        ->transform(decimal_integer)
         ->check(CLI::Range(3, 16));
     sub.add_option("--first-level", a->first_level,
                    "Coarsest step dt = T/2^first-level (default: each problem's own)")
+        ->transform(decimal_integer)
         ->check(CLI::Range(0, 20));
     sub.add_option("--format", a->format, "Output format")
         ->check(CLI::IsMember({"table", "json"}))

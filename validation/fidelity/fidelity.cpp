@@ -23,9 +23,10 @@ std::vector<long long> steps_per_layer(const sde_sample_options& opt) {
     if (rounded < 1.0 || std::abs(per_layer - rounded) > 1e-9 * per_layer)
       throw_invalid_argument(
           "sample_sde", "dt", opt.dt,
-          fmt::format("such that 1/(n·dt) is an integer for n = {} (the SDE is monitored on the "
-                      "grid k/n; got 1/(n·dt) = {})",
-                      n, per_layer));
+          fmt::format("such that 1/(n·dt) is an integer for n = {}: the SDE is monitored on every "
+                      "network grid k/n, so 1/(n·dt) must be an integer for every width n "
+                      "(1/({}·dt) = {:g})",
+                      n, n, per_layer));
     const double layers = opt.t_end * n;
     if (std::abs(layers - std::round(layers)) > 1e-9 * layers)
       throw_invalid_argument("sample_sde", "T", opt.t_end,

@@ -32,6 +32,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -39,10 +40,12 @@
 #include "command.hpp"
 #include "fidelity/fidelity.hpp"
 #include "fidelity/variants.hpp"
+#include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
 #include "ncsde/networks/sample.hpp"
+#include "ncsde/symmetric.hpp"
 #include "process.hpp"
 
 #ifndef NCSDE_VALIDATE_PLOT_SCRIPT
@@ -113,7 +116,7 @@ std::string packed_header(int m) {
   return h;
 }
 
-void write_values(std::ofstream& out, const std::string& key, const stopped_sample& s) {
+void write_values(std::ostream& out, const std::string& key, const stopped_sample& s) {
   for (std::size_t i = 0; i < s.status.size(); ++i) {
     out << key << ',' << i << ',' << to_string(s.status[i]);
     for (Eigen::Index j = 0; j < s.packed[i].size(); ++j)
@@ -172,7 +175,7 @@ std::string markdown(const validate_args& a, const std::vector<report_row>& rows
   return s.str();
 }
 
-int run_validate_command(const validate_args& a) {
+int run_validate(const validate_args& a) {
   const std::optional<models::covariance_sde> sde = make_model(a.model);
   if (!sde) return exit_usage;
   matrix v0 = reference_v3();
@@ -182,24 +185,25 @@ int run_validate_command(const validate_args& a) {
     v0 = *parsed;
   }
   const int m = static_cast<int>(v0.rows());
-  if (m < 2) throw_invalid_argument("ncsde validate", "--V0", "a 1x1 matrix", "at least 2x2 (ρ needs two tokens)");
-  if (a.widths.empty()) throw_invalid_argument("ncsde validate", "--n", "an empty list", "a list of widths");
+  if (m < 2)
+    throw_invalid_argument("validate", "V0", "a 1x1 matrix", "at least 2x2 (ρ needs two tokens)");
+  if (a.widths.empty()) throw_invalid_argument("validate", "n", "an empty list", "a list of widths");
   std::vector<int> widths = a.widths;
   for (std::size_t i = 0; i < widths.size(); ++i) {
-    if (widths[i] < 2) throw_invalid_argument("ncsde validate", "--n", widths[i], ">= 2 (each width)");
+    if (widths[i] < 2) throw_invalid_argument("validate", "n", widths[i], ">= 2 (each width)");
     if (i > 0 && widths[i] <= widths[i - 1])
-      throw_invalid_argument("ncsde validate", "--n", widths[i],
+      throw_invalid_argument("validate", "n", widths[i],
                              fmt::format("> {} (widths strictly increasing)", widths[i - 1]));
   }
   if (!(a.stop_level > 0.0) || !std::isfinite(a.stop_level))
-    throw_invalid_argument("ncsde validate", "--stop-level", a.stop_level, "> 0 and finite");
+    throw_invalid_argument("validate", "stop_level", a.stop_level, "> 0 and finite");
   if (!(a.tail_level > 0.0) || !std::isfinite(a.tail_level))
-    throw_invalid_argument("ncsde validate", "--tail-level", a.tail_level, "> 0 and finite");
+    throw_invalid_argument("validate", "tail_level", a.tail_level, "> 0 and finite");
   if (!(a.unstopped_level > 0.0) || !std::isfinite(a.unstopped_level))
-    throw_invalid_argument("ncsde validate", "--unstopped-tail-level", a.unstopped_level,
+    throw_invalid_argument("validate", "unstopped_tail_level", a.unstopped_level,
                            "> 0 and finite");
   if (!(a.alpha > 0.0 && a.alpha < 1.0))
-    throw_invalid_argument("ncsde validate", "--alpha", a.alpha, "in (0, 1)");
+    throw_invalid_argument("validate", "alpha", a.alpha, "in (0, 1)");
 
   const models::architecture arch = parse_architecture(a.model.model);
   std::vector<sde_variant> variants;
@@ -229,21 +233,9 @@ int run_validate_command(const validate_args& a) {
       reduced.emplace_back(arch, a.model.params, m, n, n_k);
   }
 
-  const std::string script = NCSDE_VALIDATE_PLOT_SCRIPT;
-  std::filesystem::path dir;
-  if (!a.plots.empty()) {
-    if (!plotting_available("validate", script)) return exit_failure;
-    dir = a.plots;
-    if (!create_plot_directory("validate", dir)) return exit_failure;
-  }
-
-  const bool table = a.format == "table";
   const int n_max = widths.back();
-  auto note = [&](const std::string& text) {
-    if (table) std::fprintf(stderr, "%s\n", text.c_str());
-  };
-
-  // 1. The SDE, one run monitored on every grid; 2. an independent run (noise floor).
+  // The SDE's options and every rule on them, before any output is touched or any run started:
+  // dt and T against each width's grid k/n, and the run's size (limits.hpp).
   sde_sample_options sopt;
   sopt.t_end = a.t_end;
   sopt.dt = a.dt;
@@ -253,8 +245,77 @@ int run_validate_command(const validate_args& a) {
   sopt.seed = a.seed;
   sopt.threads = a.threads;
   sopt.kept_paths = a.kept_paths;
+  (void)detail::steps_per_layer(sopt);
+  // T/dt is now an integer (T·n and 1/(n·dt) are). The sample paths are saved at the 65 times
+  // T·j/64; one that is not a step of the dt grid (T/dt not a multiple of 64) is moved to the
+  // nearest step, since paths are saved only at grid times.
   const int path_points = 64;
-  for (int j = 0; j <= path_points; ++j) sopt.save_times.push_back(a.t_end * j / path_points);
+  const double steps = std::round(a.t_end / a.dt);
+  for (int j = 0; j <= path_points; ++j) {
+    double t = a.t_end * j / path_points;
+    const double i = steps * j / path_points;
+    if (std::abs(i - std::round(i)) > 1e-9 * std::max(1.0, i))
+      t = std::round(i) >= steps ? a.t_end : std::round(i) * a.dt;
+    if (sopt.save_times.empty() || t > sopt.save_times.back()) sopt.save_times.push_back(t);
+  }
+  {
+    const double K = packed_size(m);
+    const double entry = sizeof(vector) + 8.0 * K + 16.0 + sizeof(path_status);
+    const int sde_runs = 2 + static_cast<int>(wrong.size());
+    check_sde_steps(a.t_end, a.dt, steps, a.paths, "--paths", sde_runs);
+    // Per SDE path: V at the stop on each width's grid and unstopped (the first run), stopped and
+    // unstopped (the floor and each wrong SDE), and the comparisons' values of one functional.
+    const double per_path =
+        entry * static_cast<double>(widths.size() + 1 + 2 * (sde_runs - 1)) + 32.0;
+    check_memory("--paths", std::to_string(a.paths), per_path * static_cast<double>(a.paths),
+                 fmt::format("{:.0f} bytes per path: V at the stop on {} grids and at T, for {} "
+                             "SDE runs",
+                             per_path, widths.size(), sde_runs));
+    // Per network, every width's ensemble is kept: its record (V at d and at the stop), and the
+    // stopped and unstopped samples the comparisons take of it.
+    const double per_network = static_cast<double>(widths.size()) *
+                                   (sizeof(networks::network_record) + 2.0 * entry) +
+                               2.0 * entry;
+    check_memory("--networks", std::to_string(a.networks),
+                 per_network * static_cast<double>(a.networks),
+                 fmt::format("{:.0f} bytes per network: V at d and at the stop for {} widths",
+                             per_network, widths.size()));
+    const bool literal_sampler = a.sampler == "literal";
+    for (const int n : widths)
+      check_network_work(a.model, literal_sampler, m, n, a.n_k > 0 ? a.n_k : n, a.networks,
+                         static_cast<int>(std::lround(a.t_end * n)));
+    if (literal_sampler) {
+      network_flags widest;
+      widest.n = n_max;
+      widest.n_k = a.n_k;
+      widest.networks = a.networks;
+      widest.threads = a.threads;
+      check_network_memory(a.model, widest, true, m, 1, 1, 0.0);
+    }
+  }
+
+  // The plot directory and its data files are created before the runs, so that a bad --plots
+  // fails at once; each file is a temporary that replaces its target only once the run has
+  // succeeded.
+  const std::string script = NCSDE_VALIDATE_PLOT_SCRIPT;
+  std::filesystem::path dir;
+  std::vector<std::unique_ptr<output_file>> plot_files;  // validation.md, .json, values, paths
+  if (!a.plots.empty()) {
+    if (!plotting_available("validate", script)) return exit_failure;
+    dir = a.plots;
+    if (!create_plot_directory("validate", dir)) return exit_usage;
+    for (const char* name : {"validation.md", "validation.json", "values.csv", "paths.csv"}) {
+      plot_files.push_back(std::make_unique<output_file>("validate", "--plots", dir / name));
+      if (!plot_files.back()->ok()) return exit_usage;
+    }
+  }
+
+  const bool table = a.format == "table";
+  auto note = [&](const std::string& text) {
+    if (table) std::fprintf(stderr, "%s\n", text.c_str());
+  };
+
+  // 1. The SDE, one run monitored on every grid; 2. an independent run (noise floor).
   note(fmt::format("ncsde validate: SDE, {} paths, dt = {:g} …", a.paths, a.dt));
   const sde_sample reference = sample_sde(*sde, v0, sopt);
   sde_sample_options floor_opt = sopt;
@@ -274,7 +335,9 @@ int run_validate_command(const validate_args& a) {
   for (std::size_t i = 0; i < widths.size(); ++i) {
     const int n = widths[i];
     const int d = static_cast<int>(std::lround(a.t_end * n));
-    if (d < 1) throw_invalid_argument("ncsde validate", "--T", a.t_end, fmt::format("such that d = T·n >= 1 for n = {}", n));
+    if (d < 1)
+      throw_invalid_argument("validate", "T", a.t_end,
+                             fmt::format("such that d = T·n >= 1 for n = {}", n));
     nopt.seed = a.seed + 100 + i;
     note(fmt::format("ncsde validate: {} {} networks, n = d/T = {}, d = {} …", a.networks, a.sampler,
                      n, d));
@@ -468,21 +531,10 @@ int run_validate_command(const validate_args& a) {
     std::cout << j.dump(2) << '\n';
 
   if (!a.plots.empty()) {
-    auto open = [&](const char* name) {
-      std::ofstream f(dir / name);
-      if (!f) throw std::runtime_error(fmt::format("cannot write {}", (dir / name).string()));
-      return f;
-    };
+    plot_files[0]->stream() << md;
+    plot_files[1]->stream() << j.dump(2) << '\n';
     {
-      std::ofstream f = open("validation.md");
-      f << md;
-    }
-    {
-      std::ofstream f = open("validation.json");
-      f << j.dump(2) << '\n';
-    }
-    {
-      std::ofstream f = open("values.csv");
+      std::ostream& f = plot_files[2]->stream();
       f << "source,path,status" << packed_header(m) << '\n';
       for (std::size_t i = 0; i < widths.size(); ++i) {
         write_values(f, fmt::format("sde_n{}", widths[i]), reference.by_width[i]);
@@ -495,7 +547,7 @@ int run_validate_command(const validate_args& a) {
     }
     {
       // Sample paths: the SDE's kept paths and the first networks at the widest n, at 65 times.
-      std::ofstream f = open("paths.csv");
+      std::ostream& f = plot_files[3]->stream();
       f << "source,path,t" << packed_header(m) << '\n';
       for (std::size_t p = 0; p < reference.kept.size(); ++p)
         for (std::size_t k = 0; k < reference.kept[p].size(); ++k) {
@@ -526,6 +578,8 @@ int run_validate_command(const validate_args& a) {
           f << '\n';
         }
     }
+    for (const std::unique_ptr<output_file>& f : plot_files)
+      if (!f->commit()) return exit_failure;
     if (!run_plot_script("validate", script, {dir.string()})) return exit_failure;
     if (table)
       std::cout << fmt::format(
@@ -535,6 +589,18 @@ int run_validate_command(const validate_args& a) {
   }
   if (a.check && !(right_accepted && wrong_rejected)) return exit_failure;
   return exit_ok;
+}
+
+/// run_validate with its bad arguments (its own rules, the library's: sample_sde, the networks'
+/// constructors, the variants) reported as the other commands report them, "ncsde: error:
+/// <message> (flag --<name>)", exit code 2.
+int run_validate_command(const validate_args& a) {
+  try {
+    return run_validate(a);
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return exit_usage;
+  }
 }
 
 }  // namespace
@@ -555,11 +621,14 @@ command validate_command() {
     sub.add_option("--T", a->t_end, "Final time T = d/n")->capture_default_str();
     sub.add_option("--n", a->widths, "Network widths, strictly increasing (comma-separated)")
         ->delimiter(',')
+        ->transform(decimal_integer)
         ->capture_default_str();
     sub.add_option("--networks", a->networks, "Finite networks per width")
+        ->transform(decimal_integer)
         ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--paths", a->paths, "SDE paths (per SDE run)")
+        ->transform(decimal_integer)
         ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--dt", a->dt, "Euler–Maruyama step; 1/(n·dt) must be an integer for every n")
@@ -573,6 +642,7 @@ command validate_command() {
                    "K'': tail P(max_a V^aa_T >= K'') of the unstopped processes (reported, not tested)")
         ->capture_default_str();
     sub.add_option("--nk", a->n_k, "Key dimension n_k of the networks (0: n_k = n)")
+        ->transform(decimal_integer)
         ->check(CLI::Range(0, 1 << 30))
         ->capture_default_str();
     sub.add_option("--sampler", a->sampler, "Finite-network sampler")
@@ -584,9 +654,10 @@ command validate_command() {
         ->capture_default_str();
     sub.add_option("--alpha", a->alpha, "Family-wise level of the tests")->capture_default_str();
     sub.add_option("--seed", a->seed, "Seed of the random streams")
-        ->check(non_negative_integer)
+        ->transform(non_negative_integer)
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
+        ->transform(decimal_integer)
         ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");

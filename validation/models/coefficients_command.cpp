@@ -7,17 +7,21 @@
 /// numbers Σ^{ab,cd} = Cov(dV^{ab}, dV^{cd})/dt, row-major in (a, b, c, d)}, numbers with 17
 /// significant digits (round-trip exact). The full tensor is expanded from the packed K×K
 /// covariance() by its symmetries Σ^{ab,cd} = Σ^{ba,cd} = Σ^{ab,dc}. table: the drift matrix and the
-/// packed Σ with its (a,b) labels (1-indexed).
+/// packed Σ with its (a,b) labels (1-indexed). A V at which some coefficient is not finite (an
+/// overflow: Σ is quadratic in V) is refused with exit code 2, naming --V and the entry.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "command.hpp"
 #include "models/model_flags.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde::cli {
@@ -81,6 +85,28 @@ std::string coefficients_table(const std::string& model, const matrix& drift, co
   return out;
 }
 
+/// Throws ncsde::invalid_argument naming --V when b(V) or Σ(V) has a non-finite entry: a finite V
+/// whose entries are large enough for the coefficients to overflow (Σ is quadratic in V, so
+/// |V| ≈ 1e154 already gives inf). The first such entry is named, 1-indexed.
+void require_finite_coefficients(std::string_view text, const matrix& drift, const matrix& sigma) {
+  const int m = static_cast<int>(drift.rows());
+  std::string entry;
+  for (int a = 0; a < m && entry.empty(); ++a)
+    for (int b = 0; b < m && entry.empty(); ++b)
+      if (!std::isfinite(drift(a, b)))
+        entry = fmt::format("b^{{{}{}}} = {}", a + 1, b + 1, drift(a, b));
+  for (int a = 0, i = 0; a < m && entry.empty(); ++a)
+    for (int b = a; b < m && entry.empty(); ++b, ++i)
+      for (int c = 0, j = 0; c < m && entry.empty(); ++c)
+        for (int d = c; d < m && entry.empty(); ++d, ++j)
+          if (!std::isfinite(sigma(i, j)))
+            entry =
+                fmt::format("Sigma^{{{}{},{}{}}} = {}", a + 1, b + 1, c + 1, d + 1, sigma(i, j));
+  if (!entry.empty())
+    throw_invalid("--V", fmt::format("the coefficients overflow (are not finite) at V = '{}': {}",
+                                     text, entry));
+}
+
 int run_coefficients_command(const coefficients_args& a) {
   const std::optional<models::covariance_sde> sde = make_model(a.model);
   if (!sde) return exit_usage;
@@ -89,6 +115,12 @@ int run_coefficients_command(const coefficients_args& a) {
   matrix drift, sigma;
   sde->drift(*v, drift, 0.0);
   sde->covariance(*v, sigma, 0.0);
+  try {
+    require_finite_coefficients(a.v, drift, sigma);
+  } catch (const ncsde::invalid_argument& e) {
+    std::fprintf(stderr, "ncsde: error: %s\n", e.what());
+    return exit_usage;
+  }
   std::cout << (a.format == "json" ? coefficients_json(a.model.model, drift, sigma)
                                    : coefficients_table(a.model.model, drift, sigma));
   return exit_ok;

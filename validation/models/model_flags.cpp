@@ -28,6 +28,11 @@ constexpr parameter_flag parameter_flags[] = {
     // The finite networks' own parameters (sample_networks, literal_network, reduced_network).
     {"n", "--n"}, {"d", "--d"}, {"n_k", "--nk"}, {"form", "--attention"}, {"V0", "--V0"},
     {"networks", "--networks"}, {"threads", "--threads"}, {"stop_level", "--stop-level"},
+    // The integrator's and the ensembles' (integrate_options, step_grid, ensemble_options).
+    {"dt", "--dt"}, {"T", "--T"}, {"blowup_threshold", "--blowup-threshold"}, {"paths", "--paths"},
+    // ncsde validate's (validate_command.cpp, variants.hpp).
+    {"tail_level", "--tail-level"}, {"unstopped_tail_level", "--unstopped-tail-level"},
+    {"alpha", "--alpha"}, {"variant", "--variants"},
 };
 
 /// The flag of the parameter a "<where>: <param> must be ..." message names, or "" when none does.
@@ -84,6 +89,7 @@ void add_model_flags(CLI::App& sub, model_flags& flags) {
   sub.add_option("--hidden-ratio", p.hidden_ratio, "r, MLP hidden width ratio, > 0")
       ->capture_default_str();
   sub.add_option("--heads", p.heads, "n_h, attention heads, >= 1 (1 for mlp and resnet)")
+      ->transform(decimal_integer)
       ->capture_default_str();
   sub.add_flag("--output-projection", p.output_projection,
                "Multi-head output projection W^O present (attention, transformer)");
@@ -145,8 +151,10 @@ std::optional<matrix> read_state(std::string_view text, std::string_view flag, b
 
 void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
   CLI::Option* n = sub.add_option("--n", flags.n, "Width n of the networks, >= 2 (and >= m)")
+                       ->transform(decimal_integer)
                        ->check(CLI::Range(2, 1'000'000));
   CLI::Option* d = sub.add_option("--d", flags.d, "Depth d (layers; T = d/n), >= 1")
+                       ->transform(decimal_integer)
                        ->check(CLI::Range(1, 100'000'000));
   if (require_size) {
     n->required();
@@ -156,8 +164,10 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
     d->capture_default_str();
   }
   sub.add_option("--nk", flags.n_k, "Key dimension n_k of W^Q, W^K, >= 1 (default: n)")
+      ->transform(decimal_integer)
       ->check(CLI::Range(1, 1'000'000));
   sub.add_option("--networks", flags.networks, "Number of independent networks")
+      ->transform(decimal_integer)
       ->check(CLI::Range(1LL, 1'000'000'000LL))
       ->capture_default_str();
   sub.add_option("--sampler", flags.sampler,
@@ -166,9 +176,10 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
       ->check(CLI::IsMember({"literal", "reduced"}))
       ->capture_default_str();
   sub.add_option("--seed", flags.seed, "Seed of the (seed, network) random streams")
-      ->check(non_negative_integer)
+      ->transform(non_negative_integer)
       ->capture_default_str();
   sub.add_option("--threads", flags.threads, "Worker threads (0: all cores)")
+      ->transform(decimal_integer)
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
 }

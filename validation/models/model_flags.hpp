@@ -102,7 +102,8 @@ std::optional<networks::network_ensemble> sample_any_network(const any_network& 
 
 /// Prints a library ncsde::invalid_argument ("<where>: <param> must be …") to stderr as
 /// "ncsde: error: <message> (flag --<name>)" when <param> belongs to a flag of the model or network
-/// flags (e.g. n_k → --nk, form → --attention, stop_level → --stop-level), else without the flag.
+/// flags or of the run flags (e.g. n_k → --nk, form → --attention, stop_level → --stop-level,
+/// dt → --dt, T → --T), else without the flag.
 void report_invalid_argument(const ncsde::invalid_argument& e);
 
 /// As read_state (require_psd), with the flag and the matrix text in every message

@@ -9,25 +9,29 @@
 ///
 /// The functionals summarised are every correlation ρ^{ab} (a < b, named rho<a><b>, 1-indexed) and
 /// every diagonal entry V^{aa} (named V<a><a>). Prints summary_table or summary_json; with --out
-/// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm).
+/// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm), replacing FILE
+/// only when the run succeeds (cli::output_file). Runs beyond the limits of limits.hpp (steps per
+/// path and in all, memory) are refused before they start.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/ensemble.hpp"
-#include "ncsde/error.hpp"
 #include "ncsde/ensemble_io.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "ncsde/symmetric.hpp"
+#include "process.hpp"
 
 namespace ncsde::cli {
 namespace {
@@ -84,14 +88,33 @@ int run_simulate_command(const simulate_args& a) {
     eopt.functionals.push_back(std::move(f));
   }
 
-  // Open the output before the run, so an unwritable path fails at once.
-  std::ofstream file;
+  // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
+  // was; the grid check also bounds T/dt.
+  // The run's size is checked too (limits.hpp): steps, and the memory it keeps per path.
+  try {
+    validate_options(iopt);
+    const step_grid grid(0.0, a.t_end, iopt.dt);
+    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.paths, "--paths");
+    // Per path: the value of each of the K functionals and the status (run_ensemble), the
+    // summary's two sorted copies of one functional and a stop or explosion time; with --out the
+    // path's record (V at t_stop).
+    const double K = packed_size(m);
+    double per_path = 8.0 * K + sizeof(path_status) + 24.0;
+    if (eopt.keep_paths) per_path += sizeof(path_record) + 8.0 * K + 16.0;
+    check_memory(
+        "--paths", std::to_string(a.paths), per_path * static_cast<double>(a.paths),
+        fmt::format("{:.0f} bytes per path: {} functional value{}{}", per_path, K,
+                    K == 1 ? "" : "s", eopt.keep_paths ? " and, for --out, the path's V" : ""));
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return exit_usage;
+  }
+  // The file is created (as a temporary next to --out) before the run, so that an unwritable path
+  // fails at once, and replaces --out only once the run has succeeded.
+  std::optional<output_file> file;
   if (!a.out.empty()) {
-    file.open(a.out);
-    if (!file) {
-      std::fprintf(stderr, "ncsde simulate: --out: cannot write %s\n", a.out.c_str());
-      return exit_failure;
-    }
+    file.emplace("simulate", "--out", a.out);
+    if (!file->ok()) return exit_usage;
   }
 
   const problem<models::covariance_sde> prob{*sde, *v0, a.t_end};
@@ -99,13 +122,9 @@ int run_simulate_command(const simulate_args& a) {
                                 ? run_ensemble(milstein<>{}, prob, iopt, eopt)
                                 : run_ensemble(euler_maruyama<>{}, prob, iopt, eopt);
 
-  if (!a.out.empty()) {
-    write_csv(r, file);
-    file.close();
-    if (!file) {
-      std::fprintf(stderr, "ncsde simulate: cannot write %s\n", a.out.c_str());
-      return exit_failure;
-    }
+  if (file) {
+    write_csv(r, file->stream());
+    if (!file->commit()) return exit_failure;
   }
   std::cout << (a.format == "json" ? summary_json(r) + "\n" : summary_table(r));
   return exit_ok;
@@ -127,12 +146,14 @@ command simulate_command() {
     sub.add_option("--T", a->t_end, "Final time T (depth/width ratio), > 0")->capture_default_str();
     sub.add_option("--dt", a->dt, "Step size, > 0")->capture_default_str();
     sub.add_option("--paths", a->paths, "Number of paths")
+        ->transform(decimal_integer)
         ->check(CLI::Range(1LL, 1'000'000'000LL))
         ->capture_default_str();
     sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
-        ->check(non_negative_integer)
+        ->transform(non_negative_integer)
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
+        ->transform(decimal_integer)
         ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     sub.add_option("--scheme", a->scheme, "Scheme")

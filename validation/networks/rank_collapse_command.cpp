@@ -21,7 +21,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -31,6 +30,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/networks/sample.hpp"
@@ -179,15 +179,37 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
       make_network(a.model, a.net, m, networks::attention_form::shaped);
   if (!shaped_net) return exit_usage;
 
-  const std::filesystem::path script(NCSDE_RANK_COLLAPSE_PLOT_SCRIPT);
-  // Fail before the run, not after it.
-  if (!a.plots.empty() && !plotting_available("rank-collapse", script.string()))
-    return exit_failure;
-  std::ofstream file;
-  if (!a.out.empty() && !open_output("rank-collapse", a.out, file)) return exit_failure;
-
   networks::network_options opt = network_options_of(a.net);
   opt.depths = depth_grid(a.net.d);
+  // The run's size (limits.hpp): two ensembles, kept at once, each V at every recorded depth.
+  try {
+    const bool literal = a.net.sampler == "literal";
+    check_network_work(a.model, literal, m, a.net.n, a.net.key_dimension(), a.net.networks,
+                       a.net.d, 2);
+    check_network_memory(a.model, a.net, literal, m, opt.depths.size(), 2, 16.0);
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return exit_usage;
+  }
+
+  // Every output is checked before the run, so that a bad path fails at once: the plot directory
+  // is created and the files are created as temporaries, which replace their targets only once
+  // the run has succeeded.
+  const std::filesystem::path script(NCSDE_RANK_COLLAPSE_PLOT_SCRIPT);
+  const std::filesystem::path dir(a.plots);
+  std::optional<output_file> plot_data;
+  if (!a.plots.empty()) {
+    if (!plotting_available("rank-collapse", script.string())) return exit_failure;
+    if (!create_plot_directory("rank-collapse", dir)) return exit_usage;
+    plot_data.emplace("rank-collapse", "--plots", dir / "rank_collapse.csv");
+    if (!plot_data->ok()) return exit_usage;
+  }
+  std::optional<output_file> file;
+  if (!a.out.empty()) {
+    file.emplace("rank-collapse", "--out", a.out);
+    if (!file->ok()) return exit_usage;
+  }
+
   // One seed for both forms: network i of each form starts from the same stream (seed, i).
   const std::optional<networks::network_ensemble> unshaped_run =
       sample_any_network(*unshaped_net, *v0, a.net.d, opt);
@@ -227,26 +249,14 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
   std::cout << fmt::format("(unshaped {:.2f} s, shaped {:.2f} s, {} threads)\n", unshaped.seconds,
                            shaped.seconds, unshaped.threads);
 
-  if (!a.out.empty()) {
-    write_rank_collapse_csv(unshaped, u, s, file);
-    file.close();
-    if (!file) {
-      std::fprintf(stderr, "ncsde rank-collapse: cannot write %s\n", a.out.c_str());
-      return exit_failure;
-    }
+  if (file) {
+    write_rank_collapse_csv(unshaped, u, s, file->stream());
+    if (!file->commit()) return exit_failure;
   }
-  if (!a.plots.empty()) {
-    const std::filesystem::path dir(a.plots);
-    if (!create_plot_directory("rank-collapse", dir)) return exit_failure;
+  if (plot_data) {
+    write_rank_collapse_csv(unshaped, u, s, plot_data->stream());
+    if (!plot_data->commit()) return exit_failure;
     const std::filesystem::path csv = dir / "rank_collapse.csv";
-    {
-      std::ofstream plot_data(csv);
-      write_rank_collapse_csv(unshaped, u, s, plot_data);
-      if (!plot_data) {
-        std::fprintf(stderr, "ncsde rank-collapse: cannot write %s\n", csv.c_str());
-        return exit_failure;
-      }
-    }
     const std::string title =
         fmt::format("{} networks, m = {}, n = {}, gamma2 = {:g}, tau0 = {:g}, {} networks per form",
                     a.model.model, m, a.net.n, p.gamma2, p.tau0, a.net.networks);

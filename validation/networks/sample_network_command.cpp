@@ -12,13 +12,13 @@
 /// networks; quantiles (1, 5, 25, 50, 75, 95, 99%) of every ρ^{ab} (a < b, named rho<a><b>,
 /// 1-indexed) and V^{aa} (V<a><a>), over completed networks and over all networks at V_{τ∧d}
 /// (blown-up = +inf). CSV (--out): the layout of ncsde simulate (write_csv),
-/// `path,status,t_stop,V11,V12,…,Vmm`, one row per network, t_stop = (stop layer)/n, V at τ∧d.
+/// `path,status,t_stop,V11,V12,…,Vmm`, one row per network, t_stop = (stop layer)/n, V at τ∧d; the
+/// file is replaced only when the run succeeds (cli::output_file). Runs beyond the limits of
+/// limits.hpp (network layers, work, memory) are refused before they start.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
@@ -218,12 +219,33 @@ int run_sample_network_command(const sample_network_args& a) {
       make_network(a.model, a.net, m, parse_attention_form(a.attention));
   if (!net) return exit_usage;
 
-  // Open the output before the run, so an unwritable path fails at once.
-  std::ofstream file;
-  if (!a.out.empty() && !open_output("sample-network", a.out, file)) return exit_failure;
-
   networks::network_options opt = network_options_of(a.net);
   opt.stop_level = a.stop_level;
+  // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
+  // was.
+  // The run's size is checked too (limits.hpp).
+  try {
+    (void)networks::detail::resolve_depths(opt, a.net.d);
+    const bool literal = a.net.sampler == "literal";
+    check_network_work(a.model, literal, m, a.net.n, a.net.key_dimension(), a.net.networks,
+                       a.net.d);
+    // Per network besides its record: the summary's values of one functional (at d, completed,
+    // at the stop, and the sorted copies of quantiles) and, for --out, its CSV record.
+    const double K = packed_size(m);
+    const double extra = 40.0 + (a.out.empty() ? 0.0 : sizeof(path_record) + 8.0 * K + 16.0);
+    check_network_memory(a.model, a.net, literal, m, 1, 1, extra);
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return exit_usage;
+  }
+  // Created (as a temporary next to --out) before the run, so that an unwritable path fails at
+  // once; it replaces --out only once the run has succeeded.
+  std::optional<output_file> file;
+  if (!a.out.empty()) {
+    file.emplace("sample-network", "--out", a.out);
+    if (!file->ok()) return exit_usage;
+  }
+
   const std::optional<networks::network_ensemble> run = sample_any_network(*net, *v0, a.net.d, opt);
   if (!run) return exit_usage;
   const networks::network_ensemble& e = *run;
@@ -242,13 +264,9 @@ int run_sample_network_command(const sample_network_args& a) {
     fq.push_back({f.name, quantiles(completed), quantiles(e.stopped_values(f))});
   }
 
-  if (!a.out.empty()) {
-    write_csv(as_paths(e), file);
-    file.close();
-    if (!file) {
-      std::fprintf(stderr, "ncsde sample-network: cannot write %s\n", a.out.c_str());
-      return exit_failure;
-    }
+  if (file) {
+    write_csv(as_paths(e), file->stream());
+    if (!file->commit()) return exit_failure;
   }
   const run_description d{a.model.model, a.net.sampler, a.attention, a.net.key_dimension()};
   std::cout << (a.format == "json" ? network_summary_json(e, d, terminal, fq) + "\n"

@@ -1,0 +1,73 @@
+#pragma once
+/// What one run of the `ncsde` program may ask for, checked before the run, so that an absurd count
+/// fails at once with its flag, its value and the estimate named (exit code 2) instead of dying of
+/// std::bad_alloc at the end or running for days without a word. No default and no documented run
+/// comes within a factor of 100 of them.
+///
+///   memory   the run's estimated peak memory (the per-path or per-network data it keeps, the
+///            literal sampler's weight matrices per thread) must not exceed the memory available to
+///            the program: the physical memory (sysconf), or less when RLIMIT_AS or the cgroup's
+///            memory.max says so;
+///   steps    an SDE path takes at most max_steps_per_path = 1e9 steps (T/dt), and a run at most
+///            max_total_steps = 1e12 steps over all paths (at the measured 1-3·10⁶ steps per second
+///            and core for m = 2, 3, days of CPU time);
+///   layers   an ensemble of networks runs at most max_network_layers = 1e10 network layers
+///            (networks × d), and at most max_network_work = 1e14 units of work: networks × d × the
+///            work of one layer, counted as the weights drawn per layer (literal sampler: n² for
+///            each n×n matrix) or m²·(n + r·n) (reduced sampler, its O(m²n) layer); one unit
+///            costs 5-20 ns, so 1e14 is about two CPU-weeks.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "models/model_flags.hpp"
+
+namespace ncsde::cli {
+
+inline constexpr double max_steps_per_path = 1e9;
+inline constexpr double max_total_steps = 1e12;
+inline constexpr double max_network_layers = 1e10;
+inline constexpr double max_network_work = 1e14;
+
+/// The memory available to the program in bytes: min(physical memory, RLIMIT_AS, cgroup
+/// memory.max), and which of them it is ("physical memory", "RLIMIT_AS", "cgroup memory.max").
+struct memory_limit {
+  double bytes = 0.0;
+  std::string_view source;
+};
+memory_limit available_memory();
+
+/// Throws ncsde::invalid_argument "<flag> <value>: the run needs about <bytes> of memory (<what>),
+/// more than the <available> available (<source>)" when `bytes` exceeds available_memory().
+void check_memory(std::string_view flag, std::string_view value, double bytes,
+                  std::string_view what);
+
+/// Checks an SDE run of `paths` paths of `steps` steps each (`runs` such runs) against
+/// max_steps_per_path (naming --dt and --T) and max_total_steps (naming `paths_flag`); throws
+/// ncsde::invalid_argument.
+void check_sde_steps(double t_end, double dt, double steps, long long paths,
+                     std::string_view paths_flag, int runs = 1);
+
+/// The work of one layer of a network of the model flags (see above; units of work).
+double network_layer_work(const model_flags& model, bool literal, int m, int n, int n_k);
+
+/// The bytes of weight matrices one thread of the literal sampler keeps (literal.cpp's buffers).
+double literal_weight_bytes(const model_flags& model, int n, int n_k);
+
+/// Checks an ensemble of `networks` networks of depth d, width n (`ensembles` such ensembles)
+/// against max_network_layers and max_network_work, naming --networks and --d; throws
+/// ncsde::invalid_argument.
+void check_network_work(const model_flags& model, bool literal, int m, int n, int n_k,
+                        long long networks, int d, int ensembles = 1);
+
+/// Checks the memory of the literal sampler's weights on `threads` threads (0: all cores) and of
+/// `networks` network records of `depths` recorded depths each (`ensembles` ensembles kept at
+/// once, `extra_per_network` more bytes per network for the summary or the CSV), naming --n for
+/// the weights and --networks for the records; throws ncsde::invalid_argument.
+void check_network_memory(const model_flags& model, const network_flags& net, bool literal, int m,
+                          std::size_t depths, int ensembles, double extra_per_network);
+
+/// "1.5 GB", "512 MB", "12 kB": a byte count for a message.
+std::string format_bytes(double bytes);
+
+}  // namespace ncsde::cli
