@@ -122,6 +122,7 @@ int resolve_threads(int requested) {
 
 progress_bar::progress_bar(progress_mode mode, long long total, std::string label)
     : m_enabled(mode != progress_mode::off),
+      m_terminal(isatty(STDERR_FILENO) != 0),
       m_total(total),
       m_label(std::move(label)),
       m_start(std::chrono::steady_clock::now()) {}
@@ -130,25 +131,12 @@ void progress_bar::update(long long done) {
   if (!m_enabled || m_total <= 0) return;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
   const double frac = std::min(1.0, static_cast<double>(done) / static_cast<double>(m_total));
-  if (!isatty(STDERR_FILENO)) {
-    // Progress is reported off a terminal too (a log file, a pipe, a batch job), where a bar
-    // redrawn with '\r' every 100 ms would fill the log: a plain line, "ncsde: <label> 45%
-    // (4500/10000 paths, 120 s)", once the run has lasted 30 s and then at most every 30 s, so
-    // that short runs print nothing and a long one shows that it is alive.
-    // The last 30 s period printed, per bar: update() may be called from several worker threads,
-    // and bars may run side by side. Only bars of runs past 30 s are entered, and a bar at a
-    // reused address (bars are locals) is told apart by its start time, so the map stays small.
+  std::lock_guard lock(m_mutex);
+  if (!m_terminal) {
     constexpr double period = 30.0;
-    static std::mutex mutex;
-    static std::map<const progress_bar*, std::pair<std::chrono::steady_clock::time_point, long long>>
-        printed;
-    const long long slot = static_cast<long long>(elapsed / period);
-    if (slot < 1) return;
-    std::lock_guard lock(mutex);
-    const auto it = printed.try_emplace(this, m_start, 0).first;
-    if (it->second.first != m_start) it->second = {m_start, 0};
-    if (slot <= it->second.second) return;
-    it->second.second = slot;
+    const long long current = static_cast<long long>(elapsed / period);
+    if (current < 1 || current <= m_printed_period) return;
+    m_printed_period = current;
     std::fprintf(stderr, "ncsde: %s %d%% (%lld/%lld paths, %.0f s)\n", m_label.c_str(),
                  static_cast<int>(100 * frac), done, m_total, elapsed);
     std::fflush(stderr);
@@ -164,8 +152,8 @@ void progress_bar::update(long long done) {
 
 void progress_bar::finish() {
   if (!m_enabled) return;
-  if (!isatty(STDERR_FILENO)) {
-    // Off a terminal: the closing line only after a run long enough to have reported progress.
+  if (!m_terminal) {
+    // The closing line only after a run long enough to have reported progress.
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
     if (m_total > 0 && elapsed >= 30.0)

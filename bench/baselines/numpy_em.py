@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """What a researcher would otherwise write: a vectorised numpy Euler–Maruyama of the shaped attention
-and shaped transformer covariance SDEs (SPEC.md §2, structured noise of §3), all paths of an ensemble
+and shaped transformer covariance SDEs (docs/maths.md §3, structured noise of §4), all paths of an ensemble
 advanced together as (P, m, m) arrays, timed in-process against ncsde on the same problems.
 
 ncsde's side comes from the same run: the script runs the ncsde_bench_models binary on its

@@ -530,12 +530,14 @@ requires Sde<S> std::vector<convergence_series> run_convergence(const convergenc
   };
   detail::progress_bar bar(opt.progress, total, "convergence " + cp.name);
   {
+    detail::worker_latch latch(plan.threads);
     std::vector<std::jthread> pool;
-    for (int i = 0; i < plan.threads; ++i) pool.emplace_back(worker);
-    while (done.load() < total && !failed.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      bar.update(done.load());
-    }
+    for (int i = 0; i < plan.threads; ++i)
+      pool.emplace_back([&] {
+        worker();  // catches everything
+        latch.done();
+      });
+    latch.wait(std::chrono::milliseconds(100), [&] { bar.update(done.load()); });
   }
   bar.finish();
   if (!errors.empty()) {

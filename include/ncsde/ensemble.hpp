@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -63,7 +64,8 @@ struct ensemble_options {
   bool keep_paths = false;   ///< keep every path's final and saved states (needed for CSV output)
   std::vector<functional> functionals;
   std::vector<double> quantile_levels{0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99};
-  progress_mode progress = progress_mode::automatic;  ///< automatic: on when stderr is a terminal
+  /// automatic and on: a bar on a terminal, a line every 30 s of a long run elsewhere (progress_bar)
+  progress_mode progress = progress_mode::automatic;
   int block_size = 64;       ///< paths per reduction block (fixed: part of the reproducibility contract)
 };
 
@@ -130,7 +132,11 @@ void validate_ensemble_options(const ensemble_options& opt);
 void validate_functionals(const ensemble_options& opt, const state_layout& layout);
 int resolve_threads(int requested);
 
-/// Progress bar on stderr ("\r[####    ]  45%  4500/10000 paths"), drawn only on a terminal.
+/// Progress on stderr. On a terminal, a bar redrawn in place ("\r<label> [####    ]  45% 4500/10000
+/// paths 1.2s"); off a terminal (a log, a pipe, a batch job), where a redrawn bar would fill the log,
+/// a plain line "ncsde: <label> 45% (4500/10000 paths, 120 s)" once the run has lasted 30 s and then
+/// at most every 30 s, plus a closing line, so that short runs print nothing and a long one shows that
+/// it is alive. update() may be called from several threads.
 class progress_bar {
  public:
   progress_bar(progress_mode mode, long long total, std::string label);
@@ -140,9 +146,41 @@ class progress_bar {
 
  private:
   bool m_enabled;
+  bool m_terminal;
   long long m_total;
   std::string m_label;
   std::chrono::steady_clock::time_point m_start;
+  std::mutex m_mutex;
+  long long m_printed_period = 0;  ///< off a terminal: the last 30 s period reported
+};
+
+/// Counts the workers of a pool still running, so that the thread that started them can wait for the
+/// last one without polling at a fixed rate: wait() returns as soon as every worker has called done().
+class worker_latch {
+ public:
+  explicit worker_latch(int workers) : m_left(workers) {}
+  void done() {
+    {
+      std::lock_guard lock(m_mutex);
+      --m_left;
+    }
+    m_cv.notify_all();
+  }
+  /// Calls tick() every `period` until every worker is done (tick runs without the lock held).
+  template <class Tick>
+  void wait(std::chrono::milliseconds period, Tick&& tick) {
+    std::unique_lock lock(m_mutex);
+    while (!m_cv.wait_for(lock, period, [&] { return m_left == 0; })) {
+      lock.unlock();
+      tick();
+      lock.lock();
+    }
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  int m_left;
 };
 
 }  // namespace detail
@@ -313,15 +351,17 @@ ensemble_result run_ensemble_impl(const Stepper& stepper, const problem<S, State
 
   detail::progress_bar bar(opt.progress, opt.paths, std::string(Stepper::name));
   {
+    detail::worker_latch latch(threads);
     std::vector<std::jthread> pool;
     pool.reserve(static_cast<std::size_t>(threads));
     for (int i = 0; i < threads; ++i)
-      pool.emplace_back([&] { detail::visit_state_type<Stepper, S, State>(v0.rows(), v0.cols(), worker); });
-    // Poll only to draw the bar; otherwise just join the workers.
-    while (bar.enabled() && paths_done.load() < opt.paths && !failed.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      bar.update(paths_done.load());
-    }
+      pool.emplace_back([&] {
+        detail::visit_state_type<Stepper, S, State>(v0.rows(), v0.cols(), worker);  // never throws
+        latch.done();
+      });
+    // Wake only to draw the bar; otherwise just join the workers.
+    if (bar.enabled())
+      latch.wait(std::chrono::milliseconds(100), [&] { bar.update(paths_done.load()); });
   }
   bar.finish();
   if (!errors.empty()) {

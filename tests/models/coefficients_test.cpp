@@ -193,7 +193,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("covariance_sde: coefficient table of SPEC.md §2.2 and §2.3") {
+TEST_CASE("covariance_sde: coefficient table of docs/maths.md §3.3 and §3.4") {
   using models::architecture;
   models::shaped_params p;
   p.gamma2 = 0.5;

@@ -71,7 +71,7 @@ TEST_CASE("literal networks start at X0 X0ᵀ/n = V0 to round-off") {
   }
 }
 
-TEST_CASE("MLP one-layer drift is exactly c(n) b_ReLU at finite n (SPEC.md §5)") {
+TEST_CASE("MLP one-layer drift is exactly c(n) b_ReLU at finite n (docs/maths.md §6)") {
   // n E[V₁ − V₀ | V₀] = c(n) b_ReLU(V₀) holds exactly for every n (docs/maths.md §5.2), so only
   // Monte Carlo error remains: 20'000 independent one-layer networks at n = 16, 5 standard errors
   // per entry.
@@ -151,7 +151,7 @@ TEST_CASE("causal attention: token 0 gets no attention") {
   }
 }
 
-TEST_CASE("ResNet one-layer drift is exactly γ² c(n) b_ReLU at finite n (SPEC.md §5)") {
+TEST_CASE("ResNet one-layer drift is exactly γ² c(n) b_ReLU at finite n (docs/maths.md §6)") {
   // Exact for every n (docs/maths.md §5.2 with the read-out lemma §5.1: E[V₁ | X, ℱ] = λ²V + γ²Ṽ
   // and n E[Ṽ − V] = c(n) b_ReLU). 20'000 networks at n = 16, r = 2 (hidden width 32), 5 standard
   // errors.
@@ -174,7 +174,7 @@ TEST_CASE("ResNet one-layer drift is exactly γ² c(n) b_ReLU at finite n (SPEC.
   check_means(means, p.gamma2 * net.c() * b, m);
 }
 
-TEST_CASE("attention one-layer drift n E[ΔV] ≈ γ² b_att (SPEC.md §4.3, §5)") {
+TEST_CASE("attention one-layer drift n E[ΔV] ≈ γ² b_att (docs/maths.md §5.3, §6)") {
   // One head, no W^O, n = 64, n_k = 16, γ² = 1/2, τ₀ = 1, 40'000 independent networks.
   // Control variate: the same layer with A replaced by I, i.e. X̃₁ = λX₀ + γ X₀ W^V/√n with the very
   // W^V of the network (counter (user, 0, weight_tag(value))), has E[X̃₁X̃₁ᵀ/n] = V₀ exactly, so

@@ -7,8 +7,8 @@
 ///                  [--check]
 ///
 /// For each width n the networks (depth d = T·n, n_k = n unless --nk) and the SDE (Euler–Maruyama,
-/// one run, monitored on each grid k/n) are stopped at the first time max_a V^{aa} > K (SPEC.md §7.1,
-/// §8). The tested family, per n: two-sample KS distance and p-value of every ρ^{ab} and V^{aa} of
+/// one run, monitored on each grid k/n) are stopped at the first time max_a V^{aa} > K
+/// (docs/maths.md §8.1, §9.5). The tested family, per n: two-sample KS distance and p-value of every ρ^{ab} and V^{aa} of
 /// V_{T∧τ}; the stopped fractions and the tail P(V¹¹_{T∧τ} ≥ K′) (two-proportion z-tests). Reported
 /// besides: the tail P(max_a V^{aa}_T ≥ K″) of the unstopped processes (blow-up counts), which
 /// probes beyond the stop level where the convergence need not hold (so it is not in the family);
@@ -78,7 +78,7 @@ struct validate_args {
   int kept_paths = 20;
 };
 
-/// SPEC.md §8's reference state V3: diagonal (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7.
+/// The reference state V3 of docs/maths.md §9.1: diagonal (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7.
 matrix reference_v3() {
   const double d[3] = {1.0, 1.6, 0.7};
   matrix r(3, 3);
@@ -156,7 +156,7 @@ std::string markdown(const validate_args& a, const std::vector<report_row>& rows
       "[two-proportion z-test p]. Two-sample KS critical distance at α = {}: {:.4f} (per "
       "statistic, {} vs {} samples). The Bonferroni p covers the stopped-process statistics only; "
       "the unstopped tail looks beyond the stop level, where the networks need not follow the SDE "
-      "(local convergence, SPEC.md §7.1): its trend in n is information, not a test.\n",
+      "(local convergence, docs/maths.md §8.1): its trend in n is information, not a test.\n",
       a.alpha, critical, a.networks, a.paths);
   s << "\n**Quantiles of ρ¹² at T∧τ**\n\n| source |";
   for (const double p : quantile_levels) s << fmt::format(" {:g}% |", 100 * p);
@@ -616,7 +616,7 @@ command validate_command() {
     a->model.model = "transformer";
     add_model_flags(sub, a->model);
     sub.add_option("--V0", a->v0,
-                   "Initial state V0 (rows separated by ';', entries by ','); default: SPEC.md's "
+                   "Initial state V0 (rows separated by ';', entries by ','); default: docs/maths.md §9.1's "
                    "V3, diagonal (1, 1.6, 0.7), correlations 0.5, 0.3, 0.7");
     sub.add_option("--T", a->t_end, "Final time T = d/n")->capture_default_str();
     sub.add_option("--n", a->widths, "Network widths, strictly increasing (comma-separated)")

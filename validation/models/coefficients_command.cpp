@@ -1,5 +1,5 @@
 /// `ncsde coefficients`: the drift b(V) and the diffusion Σ(V) of a model's covariance SDE at one
-/// state V (SPEC.md §2.2, §3; ncsde/models/shaped.hpp).
+/// state V (docs/maths.md §3.3, §4; ncsde/models/shaped.hpp).
 ///
 ///   ncsde coefficients --V "v11,v12;v21,v22" [--model M] [model flags] [--format json|table]
 ///

@@ -171,8 +171,8 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
       ->check(CLI::Range(1LL, 1'000'000'000LL))
       ->capture_default_str();
   sub.add_option("--sampler", flags.sampler,
-                 "literal: explicit n×n weights (SPEC.md §1); reduced: the exact-in-law V-chain "
-                 "without weights (SPEC.md §6), same law, O(m²n) or less per layer")
+                 "literal: explicit n×n weights (docs/maths.md §2); reduced: the exact-in-law V-chain "
+                 "without weights (docs/maths.md §7), same law, O(m³ + m²·r·n) per layer")
       ->check(CLI::IsMember({"literal", "reduced"}))
       ->capture_default_str();
   sub.add_option("--seed", flags.seed, "Seed of the (seed, network) random streams")

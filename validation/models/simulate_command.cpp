@@ -66,7 +66,7 @@ int run_simulate_command(const simulate_args& a) {
   if (!(a.stop_level > 0.0))
     throw_invalid_argument("ncsde simulate", "--stop-level", a.stop_level, "> 0 (inf: never stop)");
   if (std::isfinite(a.stop_level)) {
-    // Stopped process (SPEC.md §7.1): status stopped at the first step with max_a V^{aa} > K.
+    // Stopped process (docs/maths.md §8.1): status stopped at the first step with max_a V^{aa} > K.
     const double level = a.stop_level;
     iopt.stop_condition = [level](const matrix& v, double) { return v.diagonal().maxCoeff() > level; };
   }

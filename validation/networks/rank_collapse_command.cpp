@@ -7,7 +7,7 @@
 ///                       [--plots DIR]
 ///
 /// unshaped: A = Softmax(S), τ = τ₀√n_k (standard softmax attention); shaped: A = I + Softmax(S) −
-/// 11ᵀ/m, τ = τ₀√(n n_k) (SPEC.md §1.3). Both keep the residual X' = λX + γ·(A X W^V/√n).
+/// 11ᵀ/m, τ = τ₀√(n n_k) (docs/maths.md §2.4; unshaped: §2.9). Both keep the residual X' = λX + γ·(A X W^V/√n).
 /// Per depth l and form, over the networks whose V is finite:
 ///   mean ρ     = mean over networks of ρ̄ = (2/(m(m−1))) Σ_{a<b} ρ^{ab}, ± its standard error;
 ///   λ̃_min      = λ_min(V)/(tr V/m), scale-free (1 for V ∝ I, 0 at rank collapse): median and
@@ -46,7 +46,7 @@
 namespace ncsde::cli {
 namespace {
 
-/// SPEC.md §8 reference state V3: diag (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7.
+/// docs/maths.md §9.1 reference state V3: diag (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7.
 constexpr const char* default_v0 =
     "1, 0.6324555320336759, 0.25099800796022265; "
     "0.6324555320336759, 1.6, 0.7408103670980852; "
@@ -283,14 +283,14 @@ command rank_collapse_command() {
     add_network_flags(sub, a->net, /*require_size=*/false);
     sub.add_option("--V0", a->v0,
                    "Initial covariance V0 (m >= 2), rows separated by ';', entries by ','; "
-                   "default: the SPEC.md §8 reference state V3 (diag 1, 1.6, 0.7; rho12 = 0.5, "
+                   "default: the docs/maths.md §9.1 reference state V3 (diag 1, 1.6, 0.7; rho12 = 0.5, "
                    "rho13 = 0.3, rho23 = 0.7)")
         ->capture_default_str();
     sub.add_option("--out", a->out, "Write the table as CSV (one row per depth) to this file");
     sub.add_option("--plots", a->plots,
                    "Write rank_collapse.csv and rank_collapse.png into this directory");
     sub.footer(
-        "Defaults: the SPEC.md §8 path-test parameters (attention, gamma2 = 1/2, tau0 = 1, V0 = "
+        "Defaults: the docs/maths.md §9.1 path-test parameters (attention, gamma2 = 1/2, tau0 = 1, V0 = "
         "V3), n = 128, d = 512 (T = 4). gamma2 = 1/2 keeps a residual stream in both forms, so "
         "the comparison is about the attention matrix alone. Unshaped softmax attention is "
         "row-stochastic with O(1) logits: each layer keeps about lambda^2 = 1/2 of the tokens' "

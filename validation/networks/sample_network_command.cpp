@@ -1,4 +1,4 @@
-/// `ncsde sample-network`: an ensemble of finite shaped networks (SPEC.md §1, §6), run by
+/// `ncsde sample-network`: an ensemble of finite shaped networks (docs/maths.md §2, §7), run by
 /// ncsde::networks::sample_networks, summarised at depth d.
 ///
 ///   ncsde sample-network --V0 "..." --n N --d D [--model M] [model flags] [--nk K (default n)]
