@@ -61,6 +61,16 @@ namespace detail {
 /// the problems using it stay positive definite). The factor is cached for the last V seen.
 class gram_factor {
  public:
+  gram_factor() = default;
+  /// A copy starts with an empty cache (the next factor() recomputes): the factorisations are
+  /// workspaces, and copying an Eigen decomposition that was never computed would read its
+  /// uninitialised state.
+  gram_factor(const gram_factor&) {}
+  gram_factor& operator=(const gram_factor&) {
+    m_valid = false;
+    return *this;
+  }
+
   /// L for V (symmetric m×m).
   const matrix& factor(const matrix& v);
   /// out = DL(V)[h] at the V of the last factor() call.

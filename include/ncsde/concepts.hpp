@@ -1,11 +1,17 @@
 #pragma once
 /// The concepts the solver layer is written against.
 ///
-/// An SDE on symmetric m×m matrices is
-///     dV = b(t, V) dt + G(t, V) dW,   W a k-dimensional standard Brownian motion,
-/// where the *noise map* G(t, V) is a linear map ℝᵏ → Sym(m): the problem never forms the covariance
-/// Σ = G Gᵀ, let alone its square root; it applies G to an increment. k = noise_dimension(m) is chosen by
-/// the problem (e.g. 2m² for the structured noise of the neural covariance SDEs).
+/// An SDE is
+///     dX = b(t, X) dt + G(t, X) dW,   W a k-dimensional standard Brownian motion,
+/// on states X that are Eigen vectors (ℝᵈ) or matrices (n×m), where the *noise map* G(t, X) is a
+/// linear map from ℝᵏ to the state's space: the problem never forms the covariance Σ = G Gᵀ, let alone
+/// its square root; it applies G to an increment. k = noise_dimension(rows) (rows: m of an m×m state,
+/// d of a vector) is chosen by the problem (e.g. 2m² for the structured noise of the neural covariance
+/// SDEs). The SDE declares the space its solutions live on (state_space: euclidean by default,
+/// symmetric, or the PSD cone; state_space.hpp says what the engine does on each) and, optionally,
+/// the class of its noise (noise_class: what the convergence orders follow), its state type
+/// (`using state_type = …`, ncsde::matrix by default) and its shape (`shape()` → {rows, cols},
+/// checked against V0).
 ///
 /// Member functions follow Boost.Odeint's System order (inputs, outputs, time last), so that
 /// `drift(v, out, t)` is an odeint System and the deterministic limit dV = b dt runs on odeint's
@@ -17,7 +23,7 @@
 
 namespace ncsde {
 
-/// Dynamic-size state: a symmetric m×m matrix.
+/// Dynamic-size states: a matrix (square and symmetric on symmetric and cone spaces) or a vector.
 using matrix = Eigen::MatrixXd;
 using vector = Eigen::VectorXd;
 
@@ -71,9 +77,10 @@ template <int M>
 inline constexpr bool is_fixed_size = M == 2 || M == 3 || M == 4 || M == 8;
 
 /// S is an SDE on State:
-///  - s.noise_dimension(m) → k ≥ 1, the number of standard normals one increment needs;
+///  - s.noise_dimension(rows) → k ≥ 1, the number of standard normals one increment needs;
 ///  - s.drift(v, out, t): out = b(t, v) (out is sized by the caller to match v);
-///  - s.diffusion(v, xi, out, t): out = G(t, v) xi for xi ∈ ℝᵏ (linear in xi; symmetric out).
+///  - s.diffusion(v, xi, out, t): out = G(t, v) xi for xi ∈ ℝᵏ (linear in xi; symmetric out on
+///    symmetric and cone spaces).
 /// A copy of S is made for every worker thread of an ensemble, so S may keep mutable workspaces.
 template <class S, class State = matrix>
 concept Sde = std::copy_constructible<S> &&

@@ -79,6 +79,15 @@ void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matri
 template <int M>
 class basic_psd_factor {
  public:
+  basic_psd_factor() = default;
+  /// Copies keep the factor l() but not the decompositions, which are workspaces (copying an Eigen
+  /// decomposition that was never computed would read its uninitialised state).
+  basic_psd_factor(const basic_psd_factor& other) : m_l(other.m_l) {}
+  basic_psd_factor& operator=(const basic_psd_factor& other) {
+    m_l = other.m_l;
+    return *this;
+  }
+
   /// Computes L for V and returns true when Cholesky succeeded (false: eigen-factor fallback).
   bool compute(const square_matrix<M>& v);
   /// Takes the Cholesky factor L of V computed elsewhere by the same algorithm as compute() (the
