@@ -1,7 +1,5 @@
 #include "ncsde/ensemble.hpp"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 
@@ -54,6 +52,38 @@ double ensemble_result::blown_up_stderr() const {
 }
 
 namespace detail {
+
+void block_result::start_whole(int K, std::size_t saves, std::size_t functionals) {
+  whole = true;
+  terminal.reset(K);
+  at_stop.reset(K);
+  saved.assign(saves, moments(K));
+  values.assign(functionals, {});
+}
+
+void block_result::add(const ensemble_path& p, bool keep_paths) {
+  for (std::size_t j = 0; j < p.saved.size(); ++j) saved[j].add(p.saved[j]);
+  pd += p.pd;
+  if (p.pd.violations > 0) ++with_violations;
+  switch (p.status) {
+    case path_status::completed:
+      ++completed;
+      terminal.add(p.packed);
+      break;
+    case path_status::stopped:
+      ++stopped;
+      at_stop.add(p.packed);
+      stop_times.push_back(p.t_stop);
+      break;
+    case path_status::blown_up:
+      ++blown_up;
+      explosion_times.push_back(p.t_stop);
+      break;
+  }
+  statuses.push_back(p.status);
+  for (std::size_t j = 0; j < values.size(); ++j) values[j].push_back(p.values[j]);
+  if (keep_paths) records.push_back(path_record{p.path, p.status, p.t_stop, p.packed, p.saved});
+}
 
 void merge_block(ensemble_result& into, block_result& block) {
   into.terminal.merge(block.terminal);
@@ -112,57 +142,6 @@ void validate_ensemble_options(const ensemble_options& opt) {
 void validate_functionals(const ensemble_options& opt, const state_layout& layout) {
   for (const auto& f : opt.functionals)
     if (f.check_shape) f.check_shape(layout.rows, layout.cols);
-}
-
-int resolve_threads(int requested) {
-  if (requested > 0) return requested;
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
-}
-
-progress_bar::progress_bar(progress_mode mode, long long total, std::string label)
-    : m_enabled(mode != progress_mode::off),
-      m_terminal(isatty(STDERR_FILENO) != 0),
-      m_total(total),
-      m_label(std::move(label)),
-      m_start(std::chrono::steady_clock::now()) {}
-
-void progress_bar::update(long long done) {
-  if (!m_enabled || m_total <= 0) return;
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
-  const double frac = std::min(1.0, static_cast<double>(done) / static_cast<double>(m_total));
-  std::lock_guard lock(m_mutex);
-  if (!m_terminal) {
-    constexpr double period = 30.0;
-    const long long current = static_cast<long long>(elapsed / period);
-    if (current < 1 || current <= m_printed_period) return;
-    m_printed_period = current;
-    std::fprintf(stderr, "ncsde: %s %d%% (%lld/%lld paths, %.0f s)\n", m_label.c_str(),
-                 static_cast<int>(100 * frac), done, m_total, elapsed);
-    std::fflush(stderr);
-    return;
-  }
-  const int width = 30;
-  const int filled = static_cast<int>(frac * width);
-  std::fprintf(stderr, "\r%s [%.*s%*s] %3d%% %lld/%lld paths %.1fs", m_label.c_str(), filled,
-               "##############################", width - filled, "", static_cast<int>(100 * frac), done,
-               m_total, elapsed);
-  std::fflush(stderr);
-}
-
-void progress_bar::finish() {
-  if (!m_enabled) return;
-  if (!m_terminal) {
-    // The closing line only after a run long enough to have reported progress.
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
-    if (m_total > 0 && elapsed >= 30.0)
-      std::fprintf(stderr, "ncsde: %s 100%% (%lld/%lld paths, %.0f s)\n", m_label.c_str(), m_total,
-                   m_total, elapsed);
-    return;
-  }
-  update(m_total);
-  std::fputc('\n', stderr);
 }
 
 }  // namespace detail

@@ -16,6 +16,16 @@ void moments::reset(int dimension) {
   m_m2 = matrix::Zero(dimension, dimension);
 }
 
+moments moments::from_raw(long long count, vector mean, matrix m2) {
+  NCSDE_ASSERT(count >= 0 && m2.rows() == mean.size() && m2.cols() == mean.size(),
+               "moments::from_raw: inconsistent accumulator");
+  moments m;
+  m.m_count = count;
+  m.m_mean = std::move(mean);
+  m.m_m2 = std::move(m2);
+  return m;
+}
+
 void moments::add(const Eigen::Ref<const vector>& x) {
   NCSDE_ASSERT(x.size() == m_mean.size(), "moments::add: wrong dimension");
   ++m_count;

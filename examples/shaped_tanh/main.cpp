@@ -42,33 +42,14 @@ using shaped_tanh::shaped_activation_network;
 using shaped_tanh::shaped_activation_sde;
 using shaped_tanh::smooth_activation;
 
-/// Runs fn(i) for i ∈ [0, count) on all hardware threads. Callers write results by index, so they
-/// do not depend on the number of threads; the exception of the lowest failing index is rethrown.
+/// Runs fn(i) for i ∈ [0, count) on all hardware threads (ncsde's path executor). Callers write
+/// results by index, so they do not depend on the number of threads; the exception of the lowest
+/// failing index is rethrown.
 template <class Fn>
 void parallel_for(long long count, const Fn& fn) {
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  std::atomic<long long> next{0};
-  std::mutex mutex;
-  long long failed_index = count;
-  std::exception_ptr error;
-  {
-    std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&] {
-        for (long long i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
-          try {
-            fn(i);
-          } catch (...) {
-            const std::lock_guard lock(mutex);
-            if (i < failed_index) {
-              failed_index = i;
-              error = std::current_exception();
-            }
-          }
-        }
-      });
-  }
-  if (error) std::rethrow_exception(error);
+  ncsde::executor_options opt;
+  opt.progress = ncsde::progress_mode::off;
+  ncsde::for_each_path(ncsde::path_range{0, count}, opt, fn);
 }
 
 /// Counts checks and prints every failure.

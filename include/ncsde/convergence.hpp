@@ -46,16 +46,13 @@
 /// index and summed in path order after all workers finish, so results are bit-identical for any
 /// number of threads.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -448,6 +445,28 @@ class convergence_kernel {
   milstein<> m_reference;  ///< the fine-grid reference (derivative form automatic)
 };
 
+/// The executor's worker of run_convergence: path p writes only its own slots of the value arrays.
+template <class S>
+struct convergence_worker {
+  using block_type = path_range;
+  convergence_kernel<S> kernel;
+  const convergence_plan& plan;
+  double* values;
+  double* extended;
+  long long* exits;
+  long long* extended_exits;
+  path_range begin_block(const block_info& info) const { return info.range; }
+  void run_path(long long p, path_range&) {
+    const long long ns = static_cast<long long>(plan.schemes.size());
+    const long long ne = static_cast<long long>(plan.extended.size());
+    if (p < plan.paths)
+      kernel.run(p, values + p * plan.values_per_path(), exits + p * ns);
+    else
+      kernel.run_extended(p, extended + (p - plan.paths) * plan.extended_values_per_path(),
+                          extended_exits + (p - plan.paths) * ne);
+  }
+};
+
 }  // namespace detail
 
 /// Runs the study of `cp` (see the file comment) and returns one series per selected scheme and
@@ -492,60 +511,24 @@ requires Sde<S> std::vector<convergence_series> run_convergence(const convergenc
   std::vector<long long> extended_exits(static_cast<std::size_t>(total - plan.paths) *
                                         plan.extended.size());
 
-  constexpr long long chunk = 8;  // paths claimed at a time; any value gives the same results
-  std::atomic<long long> next{0}, done{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mutex;
-  std::vector<std::pair<long long, std::exception_ptr>> errors;
-  auto worker = [&]() {
-    try {
-      detail::convergence_kernel<S> kernel(cp, plan, values);
-      for (;;) {
-        if (failed.load()) return;
-        const long long first = next.fetch_add(chunk);
-        if (first >= total) return;
-        const long long last = std::min(total, first + chunk);
-        for (long long p = first; p < last; ++p) {
-          try {
-            if (p < plan.paths)
-              kernel.run(p, values_per_path.data() + p * per_path,
-                         exits.data() + p * static_cast<long long>(ns));
-            else
-              kernel.run_extended(p, extended.data() + (p - plan.paths) * per_extended,
-                                  extended_exits.data() + (p - plan.paths) *
-                                                              static_cast<long long>(plan.extended.size()));
-          } catch (...) {
-            std::lock_guard lock(error_mutex);
-            errors.emplace_back(p, std::current_exception());
-            failed.store(true);
-          }
-          done.fetch_add(1);
-        }
-      }
-    } catch (...) {
-      std::lock_guard lock(error_mutex);
-      errors.emplace_back(-1, std::current_exception());
-      failed.store(true);
-    }
-  };
-  detail::progress_bar bar(opt.progress, total, "convergence " + cp.name);
-  {
-    detail::worker_latch latch(plan.threads);
-    std::vector<std::jthread> pool;
-    for (int i = 0; i < plan.threads; ++i)
-      pool.emplace_back([&] {
-        worker();  // catches everything
-        latch.done();
-      });
-    latch.wait(std::chrono::milliseconds(100), [&] { bar.update(done.load()); });
-  }
-  bar.finish();
-  if (!errors.empty()) {
-    const auto first =
-        std::min_element(errors.begin(), errors.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::rethrow_exception(first->second);
-  }
+  // Path p writes only its own slots of the arrays above, so the blocks need no reduction and any
+  // block size gives the same results.
+  executor_options xopt;
+  xopt.threads = plan.threads;
+  xopt.block_size = 8;
+  xopt.progress = opt.progress;
+  xopt.label = "convergence " + cp.name;
+  execute(
+      path_range{0, total}, xopt,
+      [&] {
+        return detail::convergence_worker<S>{detail::convergence_kernel<S>(cp, plan, values),
+                                             plan,
+                                             values_per_path.data(),
+                                             extended.data(),
+                                             exits.data(),
+                                             extended_exits.data()};
+      },
+      [](const block_info&, path_range&&) {});
   // Per scheme: the mean of the weak samples minus E f(V_T) is mean(sample) + offset.
   const double h_control = plan.span / static_cast<double>(plan.n_fine / plan.control_ratio);
   const double control_offset =

@@ -2,8 +2,12 @@
 /// Ensembles: N independent paths of one problem on all cores, with streaming summaries.
 ///
 /// Path p uses the stream (seed, p) and nothing else, and paths are grouped in fixed blocks of
-/// `block_size` whose summaries are merged in block order, so results are bit-identical whatever the
-/// number of threads. Each worker thread holds its own copy of the SDE and of the stepper.
+/// `block_size` whose summaries are merged in block order (the path executor, executor.hpp), so
+/// results are bit-identical whatever the number of threads. Each worker thread holds its own copy
+/// of the SDE and of the stepper. A run can also be cut into pieces: run_ensemble_range() runs the
+/// paths [a, b) into an ensemble_partial (plain data, serialisable), merge_partials() joins pieces
+/// that follow each other, finish_ensemble() turns the pieces of [0, paths) into exactly the
+/// ensemble_result of one run_ensemble() (bit for bit, timing aside).
 ///
 /// Blow-up is data: a path that explodes is stopped and recorded (status blown_up, its explosion time),
 /// never a crash. Summaries of completed, stopped and blown-up paths are kept apart: moments of V_T over
@@ -12,20 +16,16 @@
 /// the explosion times of blown-up ones. Quantiles of functionals are given both over completed paths
 /// and over all paths with blown-up paths counted as +∞ (the law of the stopped process).
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <functional>
-#include <map>
-#include <mutex>
+#include <limits>
 #include <optional>
 #include <string>
-#include <thread>
+#include <string_view>
 #include <vector>
 
 #include "ncsde/brownian.hpp"
+#include "ncsde/executor.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/state_space.hpp"
 #include "ncsde/statistics.hpp"
@@ -54,8 +54,6 @@ functional correlation_functional(int a, int b);
 /// The entry X^{ab} (0-indexed; b = 0 for a vector state). Throws ncsde::invalid_argument for a
 /// negative index; a run refuses it when (a, b) is outside its states.
 functional entry_functional(int a, int b);
-
-enum class progress_mode { automatic, on, off };
 
 struct ensemble_options {
   std::uint64_t seed = 0;
@@ -115,12 +113,41 @@ struct ensemble_result {
 
 namespace detail {
 
+/// One path's contribution to an ensemble: what a block cut by the ends of a range keeps per path
+/// until the rest of its block arrives (merge_partials), and what a whole block folds at once.
+struct ensemble_path {
+  long long path = 0;
+  path_status status = path_status::completed;
+  double t_stop = 0.0;
+  vector packed;                ///< the state at t_stop (state_layout::pack)
+  std::vector<vector> saved;    ///< the states at the save times reached
+  pd_counters pd;
+  std::vector<double> values;   ///< the functionals at t_stop (+inf when blown up)
+};
+
+/// The result of one block. A whole block (all of its paths in one range) holds its summaries and
+/// per-path columns; a block cut by a range's ends holds its paths instead (`paths`), to be folded
+/// in path order once merged with the rest of the block.
 struct block_result {
+  long long index = 0;
+  path_range range;
+  bool whole = true;
+  // whole blocks:
   moments terminal, at_stop;
   std::vector<moments> saved;
   std::vector<double> explosion_times, stop_times;
   pd_counters pd;
   long long completed = 0, blown_up = 0, stopped = 0, with_violations = 0;
+  std::vector<path_status> statuses;          ///< per path, in path order
+  std::vector<std::vector<double>> values;    ///< per functional, per path
+  std::vector<path_record> records;           ///< when keep_paths
+  // cut blocks:
+  std::vector<ensemble_path> paths;
+
+  /// An empty whole block for states of K coordinates, `saves` save times, `functionals` values.
+  void start_whole(int K, std::size_t saves, std::size_t functionals);
+  /// Folds one path (whole blocks).
+  void add(const ensemble_path& p, bool keep_paths);
 };
 
 void merge_block(ensemble_result& into, block_result& block);
@@ -130,72 +157,136 @@ void finish_summary(ensemble_result& r, const ensemble_options& opt,
 void validate_ensemble_options(const ensemble_options& opt);
 /// Calls every functional's check_shape with the states' shape.
 void validate_functionals(const ensemble_options& opt, const state_layout& layout);
-int resolve_threads(int requested);
-
-/// Progress on stderr. On a terminal, a bar redrawn in place ("\r<label> [####    ]  45% 4500/10000
-/// paths 1.2s"); off a terminal (a log, a pipe, a batch job), where a redrawn bar would fill the log,
-/// a plain line "ncsde: <label> 45% (4500/10000 paths, 120 s)" once the run has lasted 30 s and then
-/// at most every 30 s, plus a closing line, so that short runs print nothing and a long one shows that
-/// it is alive. update() may be called from several threads.
-class progress_bar {
- public:
-  progress_bar(progress_mode mode, long long total, std::string label);
-  bool enabled() const { return m_enabled; }
-  void update(long long done);
-  void finish();
-
- private:
-  bool m_enabled;
-  bool m_terminal;
-  long long m_total;
-  std::string m_label;
-  std::chrono::steady_clock::time_point m_start;
-  std::mutex m_mutex;
-  long long m_printed_period = 0;  ///< off a terminal: the last 30 s period reported
-};
-
-/// Counts the workers of a pool still running, so that the thread that started them can wait for the
-/// last one without polling at a fixed rate: wait() returns as soon as every worker has called done().
-class worker_latch {
- public:
-  explicit worker_latch(int workers) : m_left(workers) {}
-  void done() {
-    {
-      std::lock_guard lock(m_mutex);
-      --m_left;
-    }
-    m_cv.notify_all();
-  }
-  /// Calls tick() every `period` until every worker is done (tick runs without the lock held).
-  template <class Tick>
-  void wait(std::chrono::milliseconds period, Tick&& tick) {
-    std::unique_lock lock(m_mutex);
-    while (!m_cv.wait_for(lock, period, [&] { return m_left == 0; })) {
-      lock.unlock();
-      tick();
-      lock.lock();
-    }
-  }
-
- private:
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  int m_left;
-};
 
 }  // namespace detail
 
+/// The result of the paths [range.first, range.last) of an ensemble: what run_ensemble_range()
+/// returns and merge_partials() joins. `run` describes the run (shape, times, seed, scheme, threads:
+/// the fields of ensemble_result set before any path ran; its summaries are empty); `blocks` are the
+/// blocks meeting the range in order, whole ones folded, cut ones (at most one at each end) as
+/// paths. Plain data: serialize() / deserialize_ensemble_partial() write and read it.
+struct ensemble_partial {
+  ensemble_result run;
+  path_range range;
+  long long block_size = 64;
+  std::size_t functionals = 0;  ///< values per path
+  bool keep_paths = false;
+  std::vector<detail::block_result> blocks;
+};
+
+/// Joins pieces that follow each other (parts[i].range.last == parts[i+1].range.first) of one run
+/// (same shape, space, times, seed, scheme, block size, functionals); throws ncsde::invalid_argument
+/// naming the piece and the mismatch (a gap, an overlap, another run) otherwise.
+ensemble_partial merge_partials(std::vector<ensemble_partial> parts);
+
+/// The ensemble_result of the whole run from the pieces of [0, opt.paths) merged into `whole` (opt:
+/// the run's ensemble_options, for the functionals' names and quantile levels). Throws
+/// ncsde::invalid_argument when `whole` does not cover [0, opt.paths) or does not match opt.
+ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& opt);
+
+/// A partial as bytes (a versioned binary format, doubles bit-exact) and back; the reader throws
+/// ncsde::invalid_argument for anything that is not a complete partial of this format.
+std::string serialize(const ensemble_partial& partial);
+ensemble_partial deserialize_ensemble_partial(std::string_view bytes);
+
 namespace detail {
 
-/// The engine of both run_ensemble overloads; make_source(p) returns path p's NoiseSource.
+/// Per-thread worker of an ensemble (executor.hpp protocol): path p of `range` on the stream of
+/// make_source(p), stepped as Fixed (the compile-time-sized counterpart of State on the fixed-size
+/// path, else State; see integrate()), so that path p's numbers are integrate()'s for (seed, p).
+template <class Stepper, class S, class State, class Fixed, class SourceFactory>
+class ensemble_worker {
+  using rebound = stepper_for<Stepper, Fixed>;
+  using local_stepper = typename rebound::type;
+  using Source = std::invoke_result_t<const SourceFactory&, std::uint64_t>;
+  using engine_type = path_integrator<local_stepper, S, Source, null_observer, Fixed, State>;
+
+ public:
+  using block_type = block_result;
+
+  struct context {
+    const Stepper& stepper;
+    const S& sde;
+    const State& v0;
+    const step_grid& grid;
+    const integrate_options& resolved;
+    const ensemble_options& opt;
+    const state_layout& layout;
+    const SourceFactory& make_source;
+    int k;
+  };
+
+  // Per-thread copies (coefficients may keep mutable workspaces).
+  explicit ensemble_worker(const context& c)
+      : m_c(c), m_sde(c.sde), m_stepper(rebound::make(c.stepper)) {}
+
+  block_result begin_block(const block_info& info) const {
+    block_result b;
+    b.index = info.index;
+    b.range = info.range;
+    b.whole = info.whole;
+    if (b.whole)
+      b.start_whole(m_c.layout.size(), m_c.resolved.save_times.size(), m_c.opt.functionals.size());
+    return b;
+  }
+
+  void run_path(long long p, block_result& block) {
+    Source source = m_c.make_source(static_cast<std::uint64_t>(p));
+    validate_source_dimension("run_ensemble", source.dimension(), m_c.k, p);
+    engine_type engine(m_stepper, m_sde, source, m_c.resolved, p);
+    null_observer obs;
+    const basic_path_result<State> r = engine.run(m_c.v0, m_c.grid, obs);
+    ensemble_path& out = block.whole ? m_path : block.paths.emplace_back();
+    const int K = m_c.layout.size();
+    out.path = p;
+    out.status = r.status;
+    out.t_stop = r.t_stop;
+    out.pd = r.pd;
+    out.packed.resize(K);
+    m_c.layout.pack(r.v, out.packed);
+    out.saved.resize(r.saved.size());
+    for (std::size_t j = 0; j < r.saved.size(); ++j) {
+      out.saved[j].resize(K);
+      m_c.layout.pack(r.saved[j], out.saved[j]);
+    }
+    const std::size_t nf = m_c.opt.functionals.size();
+    out.values.resize(nf);
+    if (nf > 0 && r.status != path_status::blown_up) {
+      const matrix* as_matrix = nullptr;
+      if constexpr (std::is_same_v<State, matrix>) {
+        as_matrix = &r.v;
+      } else {
+        m_dynamic = r.v;
+        as_matrix = &m_dynamic;
+      }
+      for (std::size_t j = 0; j < nf; ++j) out.values[j] = m_c.opt.functionals[j].f(*as_matrix);
+    } else {
+      for (std::size_t j = 0; j < nf; ++j) out.values[j] = std::numeric_limits<double>::infinity();
+    }
+    if (block.whole) block.add(m_path, m_c.opt.keep_paths);
+  }
+
+ private:
+  const context& m_c;
+  S m_sde;
+  local_stepper m_stepper;
+  ensemble_path m_path;  ///< reused for whole blocks
+  matrix m_dynamic;      ///< the state as a matrix for the functionals (non-matrix states only)
+};
+
+/// The engine of every run_ensemble overload: the paths of `range`; make_source(p) returns path p's
+/// NoiseSource.
 template <class Stepper, class S, class State, class SourceFactory>
-ensemble_result run_ensemble_impl(const Stepper& stepper, const problem<S, State>& prob,
-                                  const integrate_options& iopt, const ensemble_options& opt,
-                                  const SourceFactory& make_source) {
+ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, State>& prob,
+                                   const integrate_options& iopt, const ensemble_options& opt,
+                                   path_range range, const SourceFactory& make_source) {
   using Source = std::invoke_result_t<const SourceFactory&, std::uint64_t>;
   static_assert(NoiseSource<Source>, "run_ensemble: the source factory must return a NoiseSource");
   validate_options(iopt);
   detail::validate_ensemble_options(opt);
+  if (range.first < 0 || range.last < range.first || range.last > opt.paths)
+    throw_invalid("run_ensemble", fmt::format("the path range [{}, {}) must lie in [0, paths = {})",
+                                              range.first, range.last, opt.paths));
   integrate_options resolved;
   const State v0 = detail::validate_problem("run_ensemble", prob, iopt,
                                             Stepper::needs_iterated_integrals, resolved);
@@ -206,173 +297,37 @@ ensemble_result run_ensemble_impl(const Stepper& stepper, const problem<S, State
       make_state_layout("run_ensemble", "V0", state_space_of<S>, v0);
   detail::validate_functionals(opt, layout);
   const step_grid grid(prob.t0, prob.t_end, iopt.dt, iopt.save_times);
-  const int m = static_cast<int>(v0.rows());
-  const int K = layout.size();
-  const int k = prob.sde.noise_dimension(m);
-  const int threads = detail::resolve_threads(opt.threads);
-  const long long blocks = (opt.paths + opt.block_size - 1) / opt.block_size;
-  const std::size_t nf = opt.functionals.size();
 
-  ensemble_result result;
-  result.m = m;
-  result.layout = layout;
-  result.t0 = prob.t0;
-  result.t_end = prob.t_end;
-  result.dt = iopt.dt;
-  result.paths = opt.paths;
-  result.seed = opt.seed;
-  result.threads = threads;
-  result.scheme = Stepper::name;
-  result.terminal.reset(K);
-  result.at_stop.reset(K);
-  result.save_times = iopt.save_times;
-  result.saved.assign(iopt.save_times.size(), moments(K));
-  if (opt.keep_paths) result.records.resize(static_cast<std::size_t>(opt.paths));
+  ensemble_partial out;
+  ensemble_result& run = out.run;
+  run.m = static_cast<int>(v0.rows());
+  run.layout = layout;
+  run.t0 = prob.t0;
+  run.t_end = prob.t_end;
+  run.dt = iopt.dt;
+  run.paths = opt.paths;
+  run.seed = opt.seed;
+  run.threads = detail::resolve_threads(opt.threads);
+  run.scheme = Stepper::name;
+  run.save_times = iopt.save_times;
+  out.range = range;
+  out.block_size = opt.block_size;
+  out.functionals = opt.functionals.size();
+  out.keep_paths = opt.keep_paths;
 
-  std::vector<std::vector<double>> values(nf, std::vector<double>(static_cast<std::size_t>(opt.paths)));
-  std::vector<path_status> statuses(static_cast<std::size_t>(opt.paths));
-
-  std::atomic<long long> next_block{0}, paths_done{0};
-  std::atomic<bool> failed{false};
-  std::mutex merge_mutex;
-  std::map<long long, detail::block_result> pending;
-  long long next_to_merge = 0;
-  std::vector<std::pair<long long, std::exception_ptr>> errors;
-  auto record_error = [&](long long p) {
-    std::lock_guard lock(merge_mutex);
-    errors.emplace_back(p, std::current_exception());
-    failed.store(true);
-  };
-
-  const auto start = std::chrono::steady_clock::now();
-  // Each worker steps paths on Fixed: the compile-time-sized counterpart of State on the fixed-size
-  // path, else State (see integrate()); path p's numbers are the same either way as integrate()'s
-  // for (seed, p).
-  auto worker = [&]<class Fixed>(std::type_identity<Fixed>) {
-    using rebound = detail::stepper_for<Stepper, Fixed>;
-    using engine_type = detail::path_integrator<typename rebound::type, S, Source,
-                                                detail::null_observer, Fixed, State>;
-    // Per-thread copies (coefficients may keep mutable workspaces); a copy that throws is an error
-    // of the run like any other, reported before every path's (index −1).
-    std::optional<S> sde;
-    std::optional<typename rebound::type> local;
-    try {
-      sde.emplace(prob.sde);
-      local.emplace(rebound::make(stepper));
-    } catch (...) {
-      record_error(-1);
-      return;
-    }
-    vector packed(K);
-    matrix dynamic;  // the state as a matrix for the functionals (non-matrix states only)
-    detail::null_observer obs;
-    for (;;) {
-      if (failed.load()) return;
-      const long long b = next_block.fetch_add(1);
-      if (b >= blocks) return;
-      detail::block_result block;
-      block.terminal.reset(K);
-      block.at_stop.reset(K);
-      block.saved.assign(iopt.save_times.size(), moments(K));
-      const long long first = b * opt.block_size;
-      const long long last = std::min(opt.paths, first + opt.block_size);
-      for (long long p = first; p < last; ++p) {
-        try {
-          Source source = make_source(static_cast<std::uint64_t>(p));
-          detail::validate_source_dimension("run_ensemble", source.dimension(), k, p);
-          engine_type engine(*local, *sde, source, resolved, p);
-          basic_path_result<State> r = engine.run(v0, grid, obs);
-          const std::size_t ps = static_cast<std::size_t>(p);
-          statuses[ps] = r.status;
-          for (std::size_t j = 0; j < r.saved.size(); ++j) {
-            layout.pack(r.saved[j], packed);
-            block.saved[j].add(packed);
-          }
-          block.pd += r.pd;
-          if (r.pd.violations > 0) ++block.with_violations;
-          const bool finite = r.v.allFinite();
-          if (finite) layout.pack(r.v, packed);
-          switch (r.status) {
-            case path_status::completed:
-              ++block.completed;
-              block.terminal.add(packed);
-              break;
-            case path_status::stopped:
-              ++block.stopped;
-              block.at_stop.add(packed);
-              block.stop_times.push_back(r.t_stop);
-              break;
-            case path_status::blown_up:
-              ++block.blown_up;
-              block.explosion_times.push_back(r.t_stop);
-              break;
-          }
-          if (nf > 0 && r.status != path_status::blown_up) {
-            const matrix* as_matrix = nullptr;
-            if constexpr (std::is_same_v<State, matrix>) {
-              as_matrix = &r.v;
-            } else {
-              dynamic = r.v;
-              as_matrix = &dynamic;
-            }
-            for (std::size_t j = 0; j < nf; ++j) values[j][ps] = opt.functionals[j].f(*as_matrix);
-          } else {
-            for (std::size_t j = 0; j < nf; ++j)
-              values[j][ps] = std::numeric_limits<double>::infinity();
-          }
-          if (opt.keep_paths) {
-            path_record& rec = result.records[ps];
-            rec.path = p;
-            rec.status = r.status;
-            rec.t_stop = r.t_stop;
-            rec.packed.resize(K);
-            if (finite)
-              rec.packed = packed;
-            else
-              layout.pack(r.v, rec.packed);
-            rec.saved.assign(r.saved.size(), vector(K));
-            for (std::size_t j = 0; j < r.saved.size(); ++j) layout.pack(r.saved[j], rec.saved[j]);
-          }
-        } catch (...) {
-          // Finish the block (lower-numbered paths' errors must all be seen), stop claiming more.
-          record_error(p);
-        }
-        paths_done.fetch_add(1);
-      }
-      std::lock_guard lock(merge_mutex);
-      pending.emplace(b, std::move(block));
-      for (auto it = pending.find(next_to_merge); it != pending.end(); it = pending.find(next_to_merge)) {
-        detail::merge_block(result, it->second);
-        pending.erase(it);
-        ++next_to_merge;
-      }
-    }
-  };
-
-  detail::progress_bar bar(opt.progress, opt.paths, std::string(Stepper::name));
-  {
-    detail::worker_latch latch(threads);
-    std::vector<std::jthread> pool;
-    pool.reserve(static_cast<std::size_t>(threads));
-    for (int i = 0; i < threads; ++i)
-      pool.emplace_back([&] {
-        detail::visit_state_type<Stepper, S, State>(v0.rows(), v0.cols(), worker);  // never throws
-        latch.done();
-      });
-    // Wake only to draw the bar; otherwise just join the workers.
-    if (bar.enabled())
-      latch.wait(std::chrono::milliseconds(100), [&] { bar.update(paths_done.load()); });
-  }
-  bar.finish();
-  if (!errors.empty()) {
-    // The lowest path index, so the reported error does not depend on the thread count.
-    auto first = std::min_element(errors.begin(), errors.end(),
-                                  [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::rethrow_exception(first->second);
-  }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  detail::finish_summary(result, opt, values, statuses);
-  return result;
+  executor_options xopt;
+  xopt.threads = opt.threads;
+  xopt.block_size = opt.block_size;
+  xopt.progress = opt.progress;
+  xopt.label = std::string(Stepper::name);
+  auto reduce = [&](const block_info&, block_result&& b) { out.blocks.push_back(std::move(b)); };
+  visit_state_type<Stepper, S, State>(v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
+    using worker = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
+    const typename worker::context c{stepper, prob.sde, v0,     grid, resolved,
+                                     opt,     layout,   make_source, prob.sde.noise_dimension(run.m)};
+    run.seconds = execute(range, xopt, [&] { return worker(c); }, reduce).seconds;
+  });
+  return out;
 }
 
 }  // namespace detail
@@ -382,12 +337,27 @@ ensemble_result run_ensemble_impl(const Stepper& stepper, const problem<S, State
 template <class Stepper, class S, class State>
   requires Sde<S, State>
 ensemble_result run_ensemble(const Stepper& stepper, const problem<S, State>& prob,
-                             const integrate_options& iopt, const ensemble_options& opt) {
-  return detail::run_ensemble_impl(stepper, prob, iopt, opt, [&](std::uint64_t p) {
-    return stream_brownian(random_stream(opt.seed, p),
-                           prob.sde.noise_dimension(static_cast<int>(prob.v0.rows())),
-                           iopt.levy_area);
+                             const integrate_options& iopt, const ensemble_options& opt);
+
+/// The paths [range.first, range.last) of run_ensemble(stepper, prob, iopt, opt) (0 ≤ first ≤ last
+/// ≤ opt.paths), as a piece to merge with the others (merge_partials, finish_ensemble).
+template <class Stepper, class S, class State>
+  requires Sde<S, State>
+ensemble_partial run_ensemble_range(const Stepper& stepper, const problem<S, State>& prob,
+                                    const integrate_options& iopt, const ensemble_options& opt,
+                                    path_range range) {
+  const int k = prob.sde.noise_dimension(static_cast<int>(prob.v0.rows()));
+  return detail::run_ensemble_impl(stepper, prob, iopt, opt, range, [&](std::uint64_t p) {
+    return stream_brownian(random_stream(opt.seed, p), k, iopt.levy_area);
   });
+}
+
+template <class Stepper, class S, class State>
+  requires Sde<S, State>
+ensemble_result run_ensemble(const Stepper& stepper, const problem<S, State>& prob,
+                             const integrate_options& iopt, const ensemble_options& opt) {
+  return finish_ensemble(run_ensemble_range(stepper, prob, iopt, opt, path_range{0, opt.paths}),
+                         opt);
 }
 
 /// Runs opt.paths paths of `prob` with copies of `stepper`; path p draws its increments from
@@ -399,7 +369,9 @@ template <class Stepper, class S, class State, class SourceFactory>
 ensemble_result run_ensemble(const Stepper& stepper, const problem<S, State>& prob,
                              const integrate_options& iopt, const ensemble_options& opt,
                              const SourceFactory& make_source) {
-  return detail::run_ensemble_impl(stepper, prob, iopt, opt, make_source);
+  return finish_ensemble(
+      detail::run_ensemble_impl(stepper, prob, iopt, opt, path_range{0, opt.paths}, make_source),
+      opt);
 }
 
 }  // namespace ncsde

@@ -27,6 +27,11 @@ class moments {
   matrix covariance() const;
   /// Standard error of each mean entry, √(var/count).
   vector standard_error() const;
+  /// The accumulated M2 = Σ_i (x_i − mean_{i−1})(x_i − mean_i)ᵀ (covariance·(count − 1) up to
+  /// round-off), and an accumulator restored exactly from (count, mean, M2): what a stored partial
+  /// result keeps.
+  const matrix& m2() const { return m_m2; }
+  static moments from_raw(long long count, vector mean, matrix m2);
 
  private:
   long long m_count = 0;

@@ -155,6 +155,141 @@ TEST_CASE("run_ensemble: bit-identical results with 1, 2 and 3 threads; blow-ups
   check_identical(ncsde::run_ensemble(em, prob, io, small), ncsde::run_ensemble(em, prob, io, small1));
 }
 
+namespace {
+
+/// Every output of a run as text: the JSON summary (timing zeroed), the CSV of the paths and of
+/// the saved states, so that two runs can be compared byte for byte.
+std::string all_outputs(ensemble_result r) {
+  r.seconds = 0.0;
+  std::ostringstream csv, saved;
+  ncsde::write_csv(r, csv);
+  ncsde::write_saved_csv(r, saved);
+  return ncsde::summary_json(r) + "\n" + csv.str() + "\n" + saved.str();
+}
+
+}  // namespace
+
+TEST_CASE("run_ensemble_range: any cut of [0, N) into pieces, merged (also through bytes), is the one run byte for byte") {
+  const auto prob = make_problem();
+  const auto io = make_integrate_options();
+  const ncsde::euler_maruyama<> em;
+  const auto eo = make_ensemble_options(2);  // 300 paths, blocks of 64: the last block is cut by N
+  const ensemble_result whole = ncsde::run_ensemble(em, prob, io, eo);
+  REQUIRE(whole.blown_up >= 10);  // every kind of event is in the pieces
+  const std::string expected = all_outputs(whole);
+  // Cuts at block boundaries, inside blocks, at the ends, and several inside one block.
+  const std::vector<std::vector<long long>> cuts = {
+      {}, {0}, {300}, {64}, {1}, {150}, {299}, {64, 128}, {10, 20, 30}, {63, 65, 200, 256, 257}};
+  for (const auto& cut : cuts) {
+    CAPTURE(cut.size());
+    std::vector<long long> ends = cut;
+    ends.insert(ends.begin(), 0);
+    ends.push_back(eo.paths);
+    std::vector<ncsde::ensemble_partial> pieces, restored;
+    for (std::size_t i = 0; i + 1 < ends.size(); ++i) {
+      auto piece_options = eo;
+      piece_options.threads = 1 + static_cast<int>(i % 3);  // thread counts differ per piece
+      pieces.push_back(ncsde::run_ensemble_range(em, prob, io, piece_options,
+                                                 ncsde::path_range{ends[i], ends[i + 1]}));
+      restored.push_back(ncsde::deserialize_ensemble_partial(ncsde::serialize(pieces.back())));
+    }
+    for (auto& piece : pieces) piece.run.threads = 2;  // the one reported field that may differ
+    for (auto& piece : restored) piece.run.threads = 2;
+    const ensemble_result merged = ncsde::finish_ensemble(ncsde::merge_partials(pieces), eo);
+    check_identical(whole, merged);
+    CHECK(all_outputs(merged) == expected);
+    CHECK(all_outputs(ncsde::finish_ensemble(ncsde::merge_partials(restored), eo)) == expected);
+  }
+}
+
+TEST_CASE("merge_partials / finish_ensemble / deserialize refuse gaps, overlaps, other runs and broken bytes") {
+  const auto prob = make_problem();
+  const auto io = make_integrate_options();
+  const ncsde::euler_maruyama<> em;
+  auto eo = make_ensemble_options(1);
+  eo.paths = 100;
+  auto run = [&](long long a, long long b, std::uint64_t seed = 5) {
+    auto o = eo;
+    o.seed = seed;
+    return ncsde::run_ensemble_range(em, prob, io, o, ncsde::path_range{a, b});
+  };
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const ncsde::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message([&] { ncsde::merge_partials({run(0, 40), run(50, 100)}); }).find("a gap") != std::string::npos);
+  CHECK(message([&] { ncsde::merge_partials({run(0, 60), run(50, 100)}); }).find("an overlap") != std::string::npos);
+  CHECK(message([&] { ncsde::merge_partials({run(0, 50), run(50, 100, 6)}); }).find("seed") != std::string::npos);
+  CHECK(message([&] { ncsde::merge_partials({}); }).find("no pieces") != std::string::npos);
+  CHECK(message([&] { ncsde::finish_ensemble(run(0, 50), eo); }).find("[0, 50)") != std::string::npos);
+  CHECK(message([&] { ncsde::run_ensemble_range(em, prob, io, eo, ncsde::path_range{20, 120}); })
+            .find("[20, 120)") != std::string::npos);
+  const std::string bytes = ncsde::serialize(run(0, 100));
+  CHECK(message([&] { ncsde::deserialize_ensemble_partial(bytes.substr(0, bytes.size() - 3)); })
+            .find("truncated") != std::string::npos);
+  CHECK(message([&] { ncsde::deserialize_ensemble_partial(bytes + "x"); }).find("trailing") != std::string::npos);
+  CHECK(message([&] { ncsde::deserialize_ensemble_partial("not a partial"); }).find("not an ensemble partial") !=
+        std::string::npos);
+  CHECK(all_outputs(ncsde::finish_ensemble(ncsde::deserialize_ensemble_partial(bytes), eo)) ==
+        all_outputs(ncsde::run_ensemble(em, prob, io, eo)));
+}
+
+TEST_CASE("execute: blocks reach the reducer in order, whole or cut by the range; errors are the lowest path's") {
+  struct worker {
+    using block_type = std::vector<long long>;
+    block_type begin_block(const ncsde::block_info&) const { return {}; }
+    void run_path(long long p, block_type& b) const {
+      if (p % 97 == 13) throw std::runtime_error("path " + std::to_string(p));
+      b.push_back(p);
+    }
+  };
+  for (const int threads : {1, 2, 3}) {
+    ncsde::executor_options xo;
+    xo.threads = threads;
+    xo.block_size = 10;
+    xo.progress = ncsde::progress_mode::off;
+    std::vector<ncsde::block_info> seen;
+    std::vector<long long> paths;
+    ncsde::execute(ncsde::path_range{14, 57}, xo, [] { return worker{}; },
+                   [&](const ncsde::block_info& info, std::vector<long long>&& b) {
+                     seen.push_back(info);
+                     paths.insert(paths.end(), b.begin(), b.end());
+                   });
+    REQUIRE(seen.size() == 5);
+    CHECK(seen.front().range == ncsde::path_range{14, 20});
+    CHECK_FALSE(seen.front().whole);
+    CHECK(seen[1].range == ncsde::path_range{20, 30});
+    CHECK(seen[1].whole);
+    CHECK(seen.back().range == ncsde::path_range{50, 57});
+    CHECK_FALSE(seen.back().whole);
+    CHECK(paths.size() == 43);
+    CHECK(std::is_sorted(paths.begin(), paths.end()));
+    // Paths 13 + 97k fail: the lowest in the range is reported whatever the thread count.
+    try {
+      ncsde::execute(ncsde::path_range{0, 1000}, xo, [] { return worker{}; },
+                     [](const ncsde::block_info&, std::vector<long long>&&) {});
+      FAIL("no error");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()) == "path 13");
+    }
+    try {
+      ncsde::execute(ncsde::path_range{14, 1000}, xo, [] { return worker{}; },
+                     [](const ncsde::block_info&, std::vector<long long>&&) {});
+      FAIL("no error");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()) == "path 110");
+    }
+  }
+  ncsde::executor_options bad;
+  bad.block_size = 0;
+  CHECK_THROWS_AS(ncsde::for_each_path(ncsde::path_range{0, 1}, bad, [](long long) {}),
+                  ncsde::invalid_argument);
+}
+
 TEST_CASE("run_ensemble: path p is integrate() on the stream (seed, p)") {
   const auto prob = make_problem();
   const auto io = make_integrate_options();

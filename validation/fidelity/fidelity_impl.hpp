@@ -1,14 +1,10 @@
 #pragma once
 // Template part of fidelity.hpp (included at its end).
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
-#include <thread>
 
 #include "ncsde/error.hpp"
+#include "ncsde/executor.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde::cli {
@@ -47,6 +43,56 @@ struct grid_observer {
 
 std::vector<long long> steps_per_layer(const sde_sample_options& opt);
 
+/// The cone counters of a block of sample_sde.
+struct sample_counters {
+  pd_counters pd;
+  long long with_violations = 0;
+};
+
+/// The executor's worker of sample_sde: path p writes only its own slots of `out`.
+template <class S>
+struct sde_sample_worker {
+  using block_type = sample_counters;
+  const sde_sample_options& opt;
+  const integrate_options& iopt;
+  sde_sample& out;
+  euler_maruyama<> stepper;
+  problem<S> local;  // per-thread copy of the SDE
+  std::vector<vector> at_pass;
+  grid_tracker tracker;
+
+  sample_counters begin_block(const block_info&) const { return {}; }
+  void run_path(long long p, sample_counters& block) {
+    const std::size_t ps = static_cast<std::size_t>(p);
+    std::fill(tracker.passed.begin(), tracker.passed.end(), 0);
+    tracker.values = &at_pass;  // the worker may have moved since the last path
+    integrate_options path_opt = iopt;
+    if (p < opt.kept_paths) path_opt.save_times = opt.save_times;
+    const path_result r = integrate(stepper, local, path_opt, opt.seed, static_cast<std::uint64_t>(p),
+                                    grid_observer{&tracker});
+    block.pd += r.pd;
+    if (r.pd.violations > 0) ++block.with_violations;
+    const bool blown = r.status == path_status::blown_up;
+    out.unstopped.status[ps] = r.status;
+    pack_upper(r.v, out.unstopped.packed[ps]);
+    for (std::size_t w = 0; w < out.by_width.size(); ++w) {
+      stopped_sample& s = out.by_width[w];
+      if (tracker.passed[w]) {
+        s.status[ps] = path_status::stopped;
+        s.packed[ps] = at_pass[w];
+      } else {
+        s.status[ps] = blown ? path_status::blown_up : path_status::completed;
+        pack_upper(r.v, s.packed[ps]);
+      }
+    }
+    if (p < opt.kept_paths) {
+      auto& kept = out.kept[ps];
+      kept.assign(r.saved.size(), vector(r.v.rows() * (r.v.rows() + 1) / 2));
+      for (std::size_t j = 0; j < r.saved.size(); ++j) pack_upper(r.saved[j], kept[j]);
+    }
+  }
+};
+
 }  // namespace detail
 
 template <class S>
@@ -80,76 +126,32 @@ sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& 
   iopt.blowup_threshold = opt.blowup_threshold;
   validate_options(iopt);
   const problem<S> prob{sde, v, opt.t_end};
-  const int threads = ncsde::detail::resolve_threads(opt.threads);
 
-  std::atomic<long long> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex mutex;
-  std::vector<std::pair<long long, std::exception_ptr>> errors;
-  pd_counters pd;
-  long long with_violations = 0;
-
-  const auto start = std::chrono::steady_clock::now();
-  {
-    std::vector<std::jthread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&] {
-        euler_maruyama<> stepper;
-        const problem<S> local{prob.sde, prob.v0, prob.t_end};  // per-thread copy of the SDE
-        std::vector<vector> at_pass(widths, vector(K));
-        detail::grid_tracker tracker{0.0, opt.dt, opt.stop_level, per_layer,
-                                     std::vector<char>(widths, 0), &at_pass};
-        pd_counters local_pd;
-        long long local_violations = 0;
-        for (;;) {
-          if (failed.load()) break;
-          const long long p = next.fetch_add(1);
-          if (p >= opt.paths) break;
-          const std::size_t ps = static_cast<std::size_t>(p);
-          try {
-            std::fill(tracker.passed.begin(), tracker.passed.end(), 0);
-            integrate_options path_opt = iopt;
-            if (p < opt.kept_paths) path_opt.save_times = opt.save_times;
-            const path_result r = integrate(stepper, local, path_opt, opt.seed,
-                                            static_cast<std::uint64_t>(p),
-                                            detail::grid_observer{&tracker});
-            local_pd += r.pd;
-            if (r.pd.violations > 0) ++local_violations;
-            const bool blown = r.status == path_status::blown_up;
-            out.unstopped.status[ps] = r.status;
-            pack_upper(r.v, out.unstopped.packed[ps]);
-            for (std::size_t w = 0; w < widths; ++w) {
-              stopped_sample& s = out.by_width[w];
-              if (tracker.passed[w]) {
-                s.status[ps] = path_status::stopped;
-                s.packed[ps] = at_pass[w];
-              } else {
-                s.status[ps] = blown ? path_status::blown_up : path_status::completed;
-                pack_upper(r.v, s.packed[ps]);
-              }
-            }
-            if (p < opt.kept_paths) {
-              auto& kept = out.kept[ps];
-              kept.assign(r.saved.size(), vector(K));
-              for (std::size_t j = 0; j < r.saved.size(); ++j) pack_upper(r.saved[j], kept[j]);
-            }
-          } catch (...) {
-            std::lock_guard lock(mutex);
-            errors.emplace_back(p, std::current_exception());
-            failed.store(true);
-          }
-        }
-        std::lock_guard lock(mutex);
-        pd += local_pd;
-        with_violations += local_violations;
-      });
-  }
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::rethrow_exception(errors.front().second);
-  }
+  // Path p writes only its own slots of `out`; the blocks carry the cone counters, summed in block
+  // order.
+  using counters = detail::sample_counters;
+  using worker = detail::sde_sample_worker<S>;
+  counters total;
+  executor_options xopt;
+  xopt.threads = opt.threads;
+  xopt.block_size = 16;
+  xopt.progress = progress_mode::off;
+  out.seconds = execute(
+                    path_range{0, opt.paths}, xopt,
+                    [&] {
+                      worker w{opt, iopt, out, {}, problem<S>{prob.sde, prob.v0, prob.t_end},
+                               std::vector<vector>(widths, vector(K)), {}};
+                      w.tracker = detail::grid_tracker{0.0, opt.dt, opt.stop_level, per_layer,
+                                                       std::vector<char>(widths, 0), nullptr};
+                      return w;
+                    },
+                    [&](const block_info&, counters&& c) {
+                      total.pd += c.pd;
+                      total.with_violations += c.with_violations;
+                    })
+                    .seconds;
+  const pd_counters& pd = total.pd;
+  const long long with_violations = total.with_violations;
   out.pd = pd;
   out.paths_with_violations = with_violations;
   return out;

@@ -15,18 +15,14 @@
 /// sampler bug or an overflow could) stops the network with status blown_up instead of propagating
 /// NaN.
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <concepts>
 #include <cstdint>
-#include <exception>
 #include <limits>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/executor.hpp"
 #include "ncsde/random.hpp"
 #include "ncsde/symmetric.hpp"
 
@@ -123,12 +119,6 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
   const int last = out.depths.back();
   const int K = packed_size(out.m);
 
-  std::atomic<long long> next{0}, done{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mutex;
-  std::vector<std::pair<long long, std::exception_ptr>> errors;
-  ncsde::detail::progress_bar bar(opt.progress, opt.networks, "networks");
-
   auto run_one = [&](long long i) {
     const random_stream stream(opt.seed, static_cast<std::uint64_t>(i));
     network_record& rec = out.records[static_cast<std::size_t>(i)];
@@ -168,34 +158,14 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
     }
   };
 
-  const auto start = std::chrono::steady_clock::now();
-  {
-    std::vector<std::jthread> pool;
-    for (int t = 0; t < out.threads; ++t)
-      pool.emplace_back([&] {
-        for (;;) {
-          if (failed.load()) return;
-          const long long i = next.fetch_add(1);
-          if (i >= opt.networks) return;
-          try {
-            run_one(i);
-          } catch (...) {
-            std::lock_guard lock(error_mutex);
-            errors.emplace_back(i, std::current_exception());
-            failed.store(true);
-          }
-          const long long finished = done.fetch_add(1) + 1;
-          if (bar.enabled() && (finished % 16 == 0 || finished == opt.networks)) bar.update(finished);
-        }
-      });
-  }
-  bar.finish();
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::rethrow_exception(errors.front().second);
-  }
+  // Network i writes only its own record: the blocks need no reduction, and any block size gives
+  // the same output.
+  executor_options xopt;
+  xopt.threads = opt.threads;
+  xopt.block_size = 16;
+  xopt.progress = opt.progress;
+  xopt.label = "networks";
+  out.seconds = for_each_path(path_range{0, opt.networks}, xopt, run_one).seconds;
   for (const network_record& r : out.records) {
     if (r.status == path_status::completed) ++out.completed;
     if (r.status == path_status::stopped) ++out.stopped;

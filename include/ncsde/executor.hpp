@@ -1,0 +1,298 @@
+#pragma once
+/// The path executor: the one mechanism that runs the paths of an ensemble-shaped computation
+/// (ensembles, convergence studies, finite-network samples, the SDE side of validate) on worker
+/// threads.
+///
+/// The paths of a run are numbered 0, 1, 2, … and cut into fixed blocks: block b holds the paths
+/// [b·B, (b+1)·B), B = block_size, whatever the range being run. execute() runs a range [first, last)
+/// of paths (a whole run, or one piece of it on one process of many): the blocks that meet the range,
+/// each cut to the range, are claimed in increasing order by the workers; every block's result goes
+/// to the reducer in block order, one at a time. A computation whose per-path work depends on the path
+/// index only (its own random stream) and whose reducer folds blocks in order is therefore
+/// bit-identical for any number of threads; and since block boundaries are absolute, a run of
+/// [0, N) and runs of [0, a) and [a, N) see the same whole blocks, so a driver that keeps the paths of
+/// the block cut at a (the `whole` flag below) can merge the pieces into exactly the one-range result.
+///
+/// Worker protocol. make_worker() is called once on every worker thread and returns that thread's
+/// worker w (its own copies of the SDE, stepper and workspaces). For each block it is given,
+///   typename W::block_type block = w.begin_block(info);   // info: range, index, whole
+///   w.run_path(p, block)   for p in info.range, in order   (or, when W has it,
+///   w.run_block(info, block)                               once: a block stepped as one batch)
+/// then reduce(info, std::move(block)) in block order. A path that throws does not stop its block
+/// (every lower-numbered path of the run is still run); no block is claimed after a failure, and once
+/// the workers stop the error of the lowest failing path is rethrown, so the error reported does not
+/// depend on the thread count either (blocks are claimed in order, so every block below a failing one
+/// has been claimed and finishes). An error of make_worker counts as path −1 (before every path); a
+/// run_block that cannot name the failing path throws path_failure, else its error counts as the
+/// block's first path; an error of the reducer counts as its block's first path.
+///
+/// Ranges (path_range) and block indices are plain integers, and drivers keep block results as plain
+/// data (see ensemble_partial), so a range can be run in another process and its result sent back.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace ncsde {
+
+enum class progress_mode { automatic, on, off };
+
+/// The paths [first, last) of a run.
+struct path_range {
+  long long first = 0;
+  long long last = 0;
+
+  long long size() const { return last > first ? last - first : 0; }
+  bool empty() const { return last <= first; }
+  bool contains(long long p) const { return p >= first && p < last; }
+  bool operator==(const path_range&) const = default;
+};
+
+/// One block as the executor hands it out: its index b, its paths (block b cut to the range being
+/// run), and whether those are all of block b's paths (false for a block cut by the range's ends).
+struct block_info {
+  long long index = 0;
+  path_range range;
+  bool whole = true;
+};
+
+/// The blocks of `range` for blocks of `block_size` paths (absolute: block b = [b·B, (b+1)·B)).
+struct block_grid {
+  path_range range;
+  long long block_size = 64;
+
+  long long first_block() const { return range.first / block_size; }
+  /// One past the last block meeting the range (= first_block() for an empty range).
+  long long end_block() const {
+    return range.empty() ? first_block() : (range.last + block_size - 1) / block_size;
+  }
+  long long blocks() const { return end_block() - first_block(); }
+  block_info block(long long b) const {
+    const path_range full{b * block_size, (b + 1) * block_size};
+    const path_range cut{std::max(range.first, full.first), std::min(range.last, full.last)};
+    return {b, cut, cut == full};
+  }
+};
+
+struct executor_options {
+  int threads = 0;                 ///< 0: all hardware threads
+  long long block_size = 64;       ///< paths per block (part of a driver's reproducibility contract)
+  progress_mode progress = progress_mode::automatic;
+  std::string label = "paths";     ///< the progress bar's label
+};
+
+/// What execute() reports: the worker threads it ran and its wall time.
+struct execution_report {
+  int threads = 1;
+  double seconds = 0.0;
+};
+
+/// Thrown by a worker's run_block to attribute its failure to a path of the block.
+struct path_failure {
+  long long path = 0;
+  std::exception_ptr error;
+};
+
+namespace detail {
+
+/// 0 → the hardware threads (at least 1); otherwise the number asked for.
+int resolve_threads(int requested);
+/// ncsde::invalid_argument naming `where` and the option for threads < 0, block_size < 1, or a
+/// range with first < 0 or last < first.
+void validate_execution(const char* where, path_range range, const executor_options& opt);
+
+/// Progress on stderr. On a terminal, a bar redrawn in place ("\r<label> [####    ]  45% 4500/10000
+/// paths 1.2s"); off a terminal (a log, a pipe, a batch job), where a redrawn bar would fill the log,
+/// a plain line "ncsde: <label> 45% (4500/10000 paths, 120 s)" once the run has lasted 30 s and then
+/// at most every 30 s, plus a closing line, so that short runs print nothing and a long one shows that
+/// it is alive. update() may be called from several threads.
+class progress_bar {
+ public:
+  progress_bar(progress_mode mode, long long total, std::string label);
+  bool enabled() const { return m_enabled; }
+  void update(long long done);
+  void finish();
+
+ private:
+  bool m_enabled;
+  bool m_terminal;
+  long long m_total;
+  std::string m_label;
+  std::chrono::steady_clock::time_point m_start;
+  std::mutex m_mutex;
+  long long m_printed_period = 0;  ///< off a terminal: the last 30 s period reported
+};
+
+/// Counts the workers still running, so that the thread that started them can wait for the last one
+/// without polling at a fixed rate: wait() returns as soon as every worker has called done().
+class worker_latch {
+ public:
+  explicit worker_latch(int workers) : m_left(workers) {}
+  void done() {
+    {
+      std::lock_guard lock(m_mutex);
+      --m_left;
+    }
+    m_cv.notify_all();
+  }
+  /// Calls tick() every `period` until every worker is done (tick runs without the lock held).
+  template <class Tick>
+  void wait(std::chrono::milliseconds period, Tick&& tick) {
+    std::unique_lock lock(m_mutex);
+    while (!m_cv.wait_for(lock, period, [&] { return m_left == 0; })) {
+      lock.unlock();
+      tick();
+      lock.lock();
+    }
+  }
+  void wait() {
+    std::unique_lock lock(m_mutex);
+    m_cv.wait(lock, [&] { return m_left == 0; });
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  int m_left;
+};
+
+template <class W>
+concept batch_worker = requires(W& w, const block_info& info, typename W::block_type& block) {
+  w.run_block(info, block);
+};
+
+/// The worker of for_each_path.
+template <class Fn>
+struct index_worker {
+  using block_type = path_range;
+  const Fn& fn;
+  path_range begin_block(const block_info& info) const { return info.range; }
+  void run_path(long long p, path_range&) const { fn(p); }
+};
+
+}  // namespace detail
+
+/// Runs the paths of `range` (see the top of this file). The reducer runs on worker threads, one call
+/// at a time, in increasing block order.
+template <class MakeWorker, class Reduce>
+execution_report execute(path_range range, const executor_options& opt, MakeWorker&& make_worker,
+                         Reduce&& reduce) {
+  detail::validate_execution("execute", range, opt);
+  using worker_type = std::invoke_result_t<MakeWorker&>;
+  using block_type = typename worker_type::block_type;
+  const block_grid grid{range, opt.block_size};
+  const long long first_block = grid.first_block(), end_block = grid.end_block();
+  execution_report report;
+  report.threads = detail::resolve_threads(opt.threads);
+  const int workers =
+      static_cast<int>(std::min<long long>(report.threads, std::max<long long>(grid.blocks(), 1)));
+
+  std::atomic<long long> next_block{first_block}, paths_done{0};
+  std::atomic<bool> failed{false};
+  std::mutex mutex;  // guards pending, next_to_reduce, errors
+  std::map<long long, std::pair<block_info, block_type>> pending;
+  long long next_to_reduce = first_block;
+  std::vector<std::pair<long long, std::exception_ptr>> errors;
+  auto record_error = [&](long long p, std::exception_ptr e) {
+    std::lock_guard lock(mutex);
+    errors.emplace_back(p, std::move(e));
+    failed.store(true);
+  };
+
+  auto work = [&] {
+    std::exception_ptr setup_error;
+    try {
+      worker_type w = make_worker();
+      for (;;) {
+        if (failed.load()) return;
+        const long long b = next_block.fetch_add(1);
+        if (b >= end_block) return;
+        const block_info info = grid.block(b);
+        bool block_failed = false;
+        try {
+          block_type block = w.begin_block(info);
+          if constexpr (detail::batch_worker<worker_type>) {
+            try {
+              w.run_block(info, block);
+            } catch (const path_failure& f) {
+              record_error(f.path, f.error);
+              block_failed = true;
+            } catch (...) {
+              record_error(info.range.first, std::current_exception());
+              block_failed = true;
+            }
+            paths_done.fetch_add(info.range.size());
+          } else {
+            for (long long p = info.range.first; p < info.range.last; ++p) {
+              try {
+                w.run_path(p, block);
+              } catch (...) {
+                record_error(p, std::current_exception());
+                block_failed = true;
+              }
+              paths_done.fetch_add(1);
+            }
+          }
+          if (block_failed || failed.load()) continue;  // results are discarded: skip the fold
+          std::lock_guard lock(mutex);
+          pending.emplace(b, std::pair<block_info, block_type>(info, std::move(block)));
+          for (auto it = pending.find(next_to_reduce); it != pending.end();
+               it = pending.find(next_to_reduce)) {
+            reduce(it->second.first, std::move(it->second.second));
+            pending.erase(it);
+            ++next_to_reduce;
+          }
+        } catch (...) {
+          // begin_block or the reducer (mutex released by now).
+          record_error(info.range.first, std::current_exception());
+        }
+      }
+    } catch (...) {
+      record_error(-1, std::current_exception());  // make_worker
+    }
+  };
+
+  const auto start = std::chrono::steady_clock::now();
+  detail::progress_bar bar(opt.progress, range.size(), opt.label);
+  {
+    detail::worker_latch latch(workers);
+    std::vector<std::jthread> pool;
+    pool.reserve(static_cast<std::size_t>(workers));
+    for (int i = 0; i < workers; ++i)
+      pool.emplace_back([&] {
+        work();  // catches everything
+        latch.done();
+      });
+    // Wake only to draw the bar; otherwise just join the workers.
+    if (bar.enabled())
+      latch.wait(std::chrono::milliseconds(100), [&] { bar.update(paths_done.load()); });
+  }
+  bar.finish();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!errors.empty()) {
+    const auto lowest = std::min_element(
+        errors.begin(), errors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::rethrow_exception(lowest->second);
+  }
+  return report;
+}
+
+/// Runs fn(p) for every path p of `range` on the executor, for computations in which path p writes
+/// only its own results (by index), so that nothing needs reducing: the output does not depend on
+/// the thread count or the block size. fn is shared by the workers (called concurrently).
+template <class Fn>
+execution_report for_each_path(path_range range, const executor_options& opt, const Fn& fn) {
+  return execute(
+      range, opt, [&] { return detail::index_worker<Fn>{fn}; },
+      [](const block_info&, path_range&&) {});
+}
+
+}  // namespace ncsde

@@ -1,0 +1,455 @@
+// Pieces of an ensemble: merging ranges, finishing a run, and the binary form of a piece.
+#include <bit>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "ncsde/ensemble.hpp"
+#include "ncsde/error.hpp"
+
+namespace ncsde {
+
+namespace {
+
+constexpr const char* merge_where = "merge_partials";
+
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!same_bits(a[i], b[i])) return false;
+  return true;
+}
+
+/// Names the first field in which piece `i` belongs to another run than `first`.
+void require_same_run(const ensemble_partial& first, const ensemble_partial& p, std::size_t i) {
+  auto fail = [&](std::string_view what) {
+    throw invalid_argument(fmt::format("{}: piece {} (paths [{}, {})) is from another run: its {} "
+                                       "differs from piece 0's",
+                                       merge_where, i, p.range.first, p.range.last, what));
+  };
+  const ensemble_result &a = first.run, &b = p.run;
+  if (a.layout.space != b.layout.space || a.layout.rows != b.layout.rows ||
+      a.layout.cols != b.layout.cols || a.layout.vector_state != b.layout.vector_state)
+    fail("state shape or space");
+  if (!same_bits(a.t0, b.t0) || !same_bits(a.t_end, b.t_end)) fail("time interval");
+  if (!same_bits(a.dt, b.dt)) fail("dt");
+  if (a.paths != b.paths) fail("number of paths");
+  if (a.seed != b.seed) fail("seed");
+  if (a.scheme != b.scheme) fail("scheme");
+  if (!same_bits(a.save_times, b.save_times)) fail("save times");
+  if (first.block_size != p.block_size) fail("block size");
+  if (first.functionals != p.functionals) fail("number of functionals");
+  if (first.keep_paths != p.keep_paths) fail("keep_paths");
+}
+
+/// Folds a cut block whose paths now make up all of its paths (or the last block of the run), for
+/// states of K coordinates and `saves` save times.
+void fold(detail::block_result& b, int K, std::size_t saves, std::size_t functionals,
+          bool keep_paths) {
+  detail::block_result w;
+  w.index = b.index;
+  w.range = b.range;
+  w.start_whole(K, saves, functionals);
+  for (const detail::ensemble_path& p : b.paths) w.add(p, keep_paths);
+  b = std::move(w);
+}
+
+}  // namespace
+
+ensemble_partial merge_partials(std::vector<ensemble_partial> parts) {
+  if (parts.empty()) throw_invalid(merge_where, "no pieces to merge");
+  ensemble_partial out = std::move(parts.front());
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    ensemble_partial& p = parts[i];
+    require_same_run(out, p, i);
+    if (p.range.first != out.range.last)
+      throw invalid_argument(fmt::format(
+          "{}: piece {} starts at path {} but the pieces before it end at path {} ({}); pass the "
+          "pieces in path order, each starting where the previous one ends",
+          merge_where, i, p.range.first, out.range.last,
+          p.range.first > out.range.last ? "a gap" : "an overlap"));
+    out.range.last = p.range.last;
+    out.run.seconds += p.run.seconds;
+    auto it = p.blocks.begin();
+    if (it != p.blocks.end() && !out.blocks.empty() && out.blocks.back().index == it->index) {
+      // The block cut between the two pieces: join its paths, fold it once it is complete.
+      detail::block_result& joined = out.blocks.back();
+      NCSDE_ASSERT(!joined.whole && !it->whole, "merge_partials: a shared block must be cut on both sides");
+      joined.paths.insert(joined.paths.end(), std::make_move_iterator(it->paths.begin()),
+                          std::make_move_iterator(it->paths.end()));
+      joined.range.last = it->range.last;
+      const long long b = joined.index * out.block_size;
+      if (joined.range == path_range{b, b + out.block_size})
+        fold(joined, out.run.layout.size(), out.run.save_times.size(), out.functionals,
+             out.keep_paths);
+      ++it;
+    }
+    out.blocks.insert(out.blocks.end(), std::make_move_iterator(it),
+                      std::make_move_iterator(p.blocks.end()));
+  }
+  return out;
+}
+
+ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& opt) {
+  constexpr const char* where = "finish_ensemble";
+  if (whole.range != path_range{0, opt.paths})
+    throw invalid_argument(fmt::format("{}: the pieces cover paths [{}, {}), not the run's [0, {})",
+                                       where, whole.range.first, whole.range.last, opt.paths));
+  if (whole.functionals != opt.functionals.size())
+    throw_invalid_argument(where, "opt.functionals.size()", opt.functionals.size(),
+                           fmt::format("the run's {}", whole.functionals));
+  if (whole.keep_paths != opt.keep_paths)
+    throw_invalid_argument(where, "opt.keep_paths", opt.keep_paths,
+                           fmt::format("the run's {}", whole.keep_paths));
+  if (whole.block_size != opt.block_size)
+    throw_invalid_argument(where, "opt.block_size", opt.block_size,
+                           fmt::format("the run's {}", whole.block_size));
+
+  ensemble_result r = std::move(whole.run);
+  const int K = r.layout.size();
+  r.terminal.reset(K);
+  r.at_stop.reset(K);
+  r.saved.assign(r.save_times.size(), moments(K));
+  const std::size_t n = static_cast<std::size_t>(opt.paths);
+  std::vector<std::vector<double>> values(whole.functionals);
+  for (auto& v : values) v.reserve(n);
+  std::vector<path_status> statuses;
+  statuses.reserve(n);
+  if (opt.keep_paths) r.records.reserve(n);
+  for (detail::block_result& b : whole.blocks) {
+    if (!b.whole)  // the run's last block, when paths is not a multiple of the block size
+      fold(b, K, r.save_times.size(), whole.functionals, whole.keep_paths);
+    detail::merge_block(r, b);
+    statuses.insert(statuses.end(), b.statuses.begin(), b.statuses.end());
+    for (std::size_t j = 0; j < values.size(); ++j)
+      values[j].insert(values[j].end(), b.values[j].begin(), b.values[j].end());
+    if (opt.keep_paths)
+      r.records.insert(r.records.end(), std::make_move_iterator(b.records.begin()),
+                       std::make_move_iterator(b.records.end()));
+  }
+  detail::finish_summary(r, opt, values, statuses);
+  return r;
+}
+
+// ---- binary form ----
+
+namespace {
+
+constexpr std::string_view magic = "ncsde ensemble partial v1\n";
+
+class writer {
+ public:
+  template <class T>
+    requires std::is_arithmetic_v<T> || std::is_enum_v<T>
+  void put(T x) {
+    if constexpr (std::is_enum_v<T>) {
+      put(static_cast<std::int64_t>(x));
+    } else if constexpr (std::is_same_v<T, bool>) {
+      put(static_cast<std::int64_t>(x ? 1 : 0));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      put(std::bit_cast<std::uint64_t>(static_cast<double>(x)));
+    } else {
+      const auto u = static_cast<std::uint64_t>(x);
+      for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+    }
+  }
+  void put(std::string_view s) {
+    put(static_cast<std::uint64_t>(s.size()));
+    out.append(s);
+  }
+  void put(const vector& v) {
+    put(static_cast<std::uint64_t>(v.size()));
+    for (Eigen::Index i = 0; i < v.size(); ++i) put(v(i));
+  }
+  void put(const matrix& a) {
+    put(static_cast<std::uint64_t>(a.rows()));
+    put(static_cast<std::uint64_t>(a.cols()));
+    for (Eigen::Index i = 0; i < a.rows(); ++i)
+      for (Eigen::Index j = 0; j < a.cols(); ++j) put(a(i, j));
+  }
+  void put(const moments& m) {
+    put(m.count());
+    put(m.mean());
+    put(m.m2());
+  }
+  void put(const pd_counters& c) {
+    put(c.violations);
+    put(c.projected);
+    put(c.refined);
+    put(c.boundary);
+    put(c.min_eigenvalue);
+  }
+  template <class T>
+  void put(const std::vector<T>& v) {
+    put(static_cast<std::uint64_t>(v.size()));
+    for (const T& x : v) put(x);
+  }
+  void put(const path_record& r) {
+    put(r.path);
+    put(r.status);
+    put(r.t_stop);
+    put(r.packed);
+    put(r.saved);
+  }
+  void put(const detail::ensemble_path& p) {
+    put(p.path);
+    put(p.status);
+    put(p.t_stop);
+    put(p.packed);
+    put(p.saved);
+    put(p.pd);
+    put(p.values);
+  }
+  void put(const detail::block_result& b) {
+    put(b.index);
+    put(b.range.first);
+    put(b.range.last);
+    put(b.whole);
+    if (!b.whole) {
+      put(b.paths);
+      return;
+    }
+    put(b.terminal);
+    put(b.at_stop);
+    put(b.saved);
+    put(b.explosion_times);
+    put(b.stop_times);
+    put(b.pd);
+    put(b.completed);
+    put(b.blown_up);
+    put(b.stopped);
+    put(b.with_violations);
+    put(b.statuses);
+    put(b.values);
+    put(b.records);
+  }
+
+  std::string out;
+};
+
+class reader {
+ public:
+  explicit reader(std::string_view in) : m_in(in) {}
+
+  [[noreturn]] void fail(std::string_view what) const {
+    throw invalid_argument(fmt::format(
+        "deserialize_ensemble_partial: not a complete ensemble partial ({} at byte {} of {})", what,
+        m_at, m_in.size()));
+  }
+  std::uint64_t u64() {
+    if (m_in.size() - m_at < 8) fail("truncated");
+    std::uint64_t u = 0;
+    for (int i = 0; i < 8; ++i)
+      u |= static_cast<std::uint64_t>(static_cast<unsigned char>(m_in[m_at + i])) << (8 * i);
+    m_at += 8;
+    return u;
+  }
+  long long i64() { return static_cast<long long>(u64()); }
+  double f64() { return std::bit_cast<double>(u64()); }
+  bool boolean() {
+    const std::uint64_t u = u64();
+    if (u > 1) fail("a flag that is neither 0 nor 1");
+    return u == 1;
+  }
+  /// A count of items of at least `min_bytes` each, checked against the bytes left.
+  std::size_t count(std::size_t min_bytes) {
+    const std::uint64_t n = u64();
+    if (min_bytes > 0 && n > (m_in.size() - m_at) / min_bytes) fail("a count larger than the data");
+    return static_cast<std::size_t>(n);
+  }
+  std::string string() {
+    const std::size_t n = count(1);
+    std::string s(m_in.substr(m_at, n));
+    m_at += n;
+    return s;
+  }
+  path_status status() {
+    const long long s = i64();
+    if (s < 0 || s > static_cast<long long>(path_status::stopped)) fail("an unknown path status");
+    return static_cast<path_status>(s);
+  }
+  vector vec() {
+    vector v(static_cast<Eigen::Index>(count(8)));
+    for (Eigen::Index i = 0; i < v.size(); ++i) v(i) = f64();
+    return v;
+  }
+  matrix mat() {
+    const std::size_t r = count(0), c = count(0);
+    if (r > 0 && c > (m_in.size() - m_at) / 8 / r) fail("a matrix larger than the data");
+    matrix a(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c));
+    for (Eigen::Index i = 0; i < a.rows(); ++i)
+      for (Eigen::Index j = 0; j < a.cols(); ++j) a(i, j) = f64();
+    return a;
+  }
+  moments mom(int K) {
+    const long long n = i64();
+    vector mean = vec();
+    matrix m2 = mat();
+    if (n < 0 || mean.size() != K || m2.rows() != K || m2.cols() != K) fail("moments of another shape");
+    return moments::from_raw(n, std::move(mean), std::move(m2));
+  }
+  pd_counters pd() {
+    pd_counters c;
+    c.violations = i64();
+    c.projected = i64();
+    c.refined = i64();
+    c.boundary = i64();
+    c.min_eigenvalue = f64();
+    return c;
+  }
+  std::vector<double> doubles() {
+    std::vector<double> v(count(8));
+    for (double& x : v) x = f64();
+    return v;
+  }
+  std::vector<vector> vecs() {
+    std::vector<vector> v(count(8));
+    for (vector& x : v) x = vec();
+    return v;
+  }
+  bool done() const { return m_at == m_in.size(); }
+  std::size_t at() const { return m_at; }
+
+ private:
+  std::string_view m_in;
+  std::size_t m_at = 0;
+};
+
+}  // namespace
+
+std::string serialize(const ensemble_partial& p) {
+  writer w;
+  w.out.append(magic);
+  const ensemble_result& r = p.run;
+  w.put(static_cast<std::int64_t>(r.m));
+  w.put(r.layout.space);
+  w.put(static_cast<std::int64_t>(r.layout.rows));
+  w.put(static_cast<std::int64_t>(r.layout.cols));
+  w.put(r.layout.vector_state);
+  w.put(r.t0);
+  w.put(r.t_end);
+  w.put(r.dt);
+  w.put(r.paths);
+  w.put(r.seed);
+  w.put(static_cast<std::int64_t>(r.threads));
+  w.put(std::string_view(r.scheme));
+  w.put(r.save_times);
+  w.put(r.seconds);
+  w.put(p.range.first);
+  w.put(p.range.last);
+  w.put(p.block_size);
+  w.put(static_cast<std::uint64_t>(p.functionals));
+  w.put(p.keep_paths);
+  w.put(p.blocks);
+  return std::move(w.out);
+}
+
+ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
+  if (bytes.substr(0, magic.size()) != magic)
+    throw invalid_argument(
+        "deserialize_ensemble_partial: not an ensemble partial (the data does not start with '" +
+        std::string(magic.substr(0, magic.size() - 1)) + "')");
+  reader in(bytes.substr(magic.size()));
+  ensemble_partial p;
+  ensemble_result& r = p.run;
+  r.m = static_cast<int>(in.i64());
+  const long long space = in.i64();
+  if (space < 0 || space > static_cast<long long>(state_space::psd_cone)) in.fail("an unknown state space");
+  r.layout.space = static_cast<state_space>(space);
+  r.layout.rows = in.i64();
+  r.layout.cols = in.i64();
+  r.layout.vector_state = in.boolean();
+  if (r.layout.rows < 1 || r.layout.cols < 1 || r.layout.rows > (1 << 20) || r.layout.cols > (1 << 20))
+    in.fail("a state shape out of range");
+  r.t0 = in.f64();
+  r.t_end = in.f64();
+  r.dt = in.f64();
+  r.paths = in.i64();
+  r.seed = in.u64();
+  r.threads = static_cast<int>(in.i64());
+  r.scheme = in.string();
+  r.save_times = in.doubles();
+  r.seconds = in.f64();
+  p.range.first = in.i64();
+  p.range.last = in.i64();
+  p.block_size = in.i64();
+  p.functionals = in.count(0);
+  p.keep_paths = in.boolean();
+  if (p.range.first < 0 || p.range.last < p.range.first || p.block_size < 1 || p.functionals > (1u << 20))
+    in.fail("a range, block size or functional count out of range");
+  const int K = r.layout.size();
+  const std::size_t saves = r.save_times.size();
+  auto read_path = [&] {
+    detail::ensemble_path x;
+    x.path = in.i64();
+    x.status = in.status();
+    x.t_stop = in.f64();
+    x.packed = in.vec();
+    x.saved = in.vecs();
+    x.pd = in.pd();
+    x.values = in.doubles();
+    if (x.packed.size() != K || x.saved.size() > saves || x.values.size() != p.functionals)
+      in.fail("a path of another shape");
+    for (const vector& v : x.saved)
+      if (v.size() != K) in.fail("a saved state of another shape");
+    return x;
+  };
+  const std::size_t blocks = in.count(32);
+  for (std::size_t i = 0; i < blocks; ++i) {
+    detail::block_result b;
+    b.index = in.i64();
+    b.range.first = in.i64();
+    b.range.last = in.i64();
+    b.whole = in.boolean();
+    if (b.range.first < p.range.first || b.range.last > p.range.last ||
+        b.range.first / p.block_size != b.index || b.range.last < b.range.first)
+      in.fail("a block outside the piece's range");
+    if (!b.whole) {
+      const std::size_t n = in.count(8);
+      for (std::size_t j = 0; j < n; ++j) b.paths.push_back(read_path());
+      if (static_cast<long long>(b.paths.size()) != b.range.size()) in.fail("a cut block with missing paths");
+      p.blocks.push_back(std::move(b));
+      continue;
+    }
+    b.terminal = in.mom(K);
+    b.at_stop = in.mom(K);
+    const std::size_t ns = in.count(8);
+    if (ns != saves) in.fail("a block with another number of save times");
+    for (std::size_t j = 0; j < ns; ++j) b.saved.push_back(in.mom(K));
+    b.explosion_times = in.doubles();
+    b.stop_times = in.doubles();
+    b.pd = in.pd();
+    b.completed = in.i64();
+    b.blown_up = in.i64();
+    b.stopped = in.i64();
+    b.with_violations = in.i64();
+    const std::size_t nst = in.count(8);
+    for (std::size_t j = 0; j < nst; ++j) b.statuses.push_back(in.status());
+    const std::size_t nf = in.count(8);
+    if (nf != p.functionals) in.fail("a block with another number of functionals");
+    for (std::size_t j = 0; j < nf; ++j) b.values.push_back(in.doubles());
+    const std::size_t nr = in.count(8);
+    for (std::size_t j = 0; j < nr; ++j) {
+      path_record rec;
+      rec.path = in.i64();
+      rec.status = in.status();
+      rec.t_stop = in.f64();
+      rec.packed = in.vec();
+      rec.saved = in.vecs();
+      b.records.push_back(std::move(rec));
+    }
+    const long long n = b.range.size();
+    if (static_cast<long long>(b.statuses.size()) != n || b.completed + b.blown_up + b.stopped != n ||
+        (p.keep_paths && static_cast<long long>(b.records.size()) != n))
+      in.fail("a block whose counts do not match its range");
+    for (const auto& v : b.values)
+      if (static_cast<long long>(v.size()) != n) in.fail("a block whose values do not match its range");
+    p.blocks.push_back(std::move(b));
+  }
+  if (!in.done()) in.fail("trailing data");
+  return p;
+}
+
+}  // namespace ncsde
