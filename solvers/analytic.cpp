@@ -1,5 +1,7 @@
 #include "ncsde/analytic.hpp"
 
+#include <fmt/format.h>
+
 #include <unsupported/Eigen/MatrixFunctions>
 
 #include <algorithm>

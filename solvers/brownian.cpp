@@ -1,5 +1,7 @@
 #include "ncsde/brownian.hpp"
 
+#include <fmt/format.h>
+
 #include <bit>
 
 #include "ncsde/error.hpp"

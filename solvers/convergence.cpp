@@ -1,5 +1,7 @@
 #include "ncsde/convergence.hpp"
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <utility>
 

@@ -1,5 +1,7 @@
 #include "ncsde/ensemble.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 

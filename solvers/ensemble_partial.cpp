@@ -1,4 +1,6 @@
 // Pieces of an ensemble: merging ranges, finishing a run, and the binary form of a piece.
+#include <fmt/format.h>
+
 #include <bit>
 #include <cstring>
 #include <string>

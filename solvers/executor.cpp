@@ -1,5 +1,7 @@
 #include "ncsde/executor.hpp"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 #include <cstdio>

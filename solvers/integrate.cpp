@@ -1,5 +1,7 @@
 #include "ncsde/integrate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace ncsde {

@@ -1,5 +1,7 @@
 #include "ncsde/symmetric.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "ncsde/error.hpp"

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "ncsde/convergence.hpp"
 #include "ncsde/ncsde.hpp"
 
 namespace {

@@ -20,7 +20,7 @@
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/levy_area.hpp"
-#include "ncsde/noise.hpp"
+#include "ncsde/noise_increment.hpp"
 #include "ncsde/random.hpp"
 
 namespace ncsde {

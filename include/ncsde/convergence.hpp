@@ -541,7 +541,7 @@ requires Sde<S> std::vector<convergence_series> run_convergence(const convergenc
                                                                           : control_offset);
   const std::string reference =
       plan.exact ? std::string("exact")
-                 : fmt::format("milstein on the fine grid (dt/{})", cp.reference_ratio);
+                 : detail::format_message("milstein on the fine grid (dt/{})", cp.reference_ratio);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return detail::summarize_convergence(cp.name, cp.effective_noise(), plan, values_per_path,

@@ -285,7 +285,7 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   validate_options(iopt);
   detail::validate_ensemble_options(opt);
   if (range.first < 0 || range.last < range.first || range.last > opt.paths)
-    throw_invalid("run_ensemble", fmt::format("the path range [{}, {}) must lie in [0, paths = {})",
+    throw_invalid("run_ensemble", detail::format_message("the path range [{}, {}) must lie in [0, paths = {})",
                                               range.first, range.last, opt.paths));
   integrate_options resolved;
   const State v0 = detail::validate_problem("run_ensemble", prob, iopt,

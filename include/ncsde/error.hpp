@@ -4,8 +4,7 @@
 ///  2. our own bugs in hot paths: NCSDE_ASSERT, overridable (tests make it throw ncsde::assertion_error);
 ///  3. numerical events during a run (a step leaving the positive-definite cone, a blow-up): a status
 ///     and counters in the run's result; ncsde::pd_violation only when the run's policy says `throw`.
-#include <fmt/format.h>
-
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -49,17 +48,60 @@ class assertion_error : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+namespace detail {
+
+/// One argument of format_message: the types the library's messages print.
+class format_arg {
+ public:
+  enum class kind { signed_integer, unsigned_integer, floating, boolean, text };
+  format_arg(int x) : m_kind(kind::signed_integer), m_signed(x) {}
+  format_arg(long x) : m_kind(kind::signed_integer), m_signed(x) {}
+  format_arg(long long x) : m_kind(kind::signed_integer), m_signed(x) {}
+  format_arg(unsigned x) : m_kind(kind::unsigned_integer), m_unsigned(x) {}
+  format_arg(unsigned long x) : m_kind(kind::unsigned_integer), m_unsigned(x) {}
+  format_arg(unsigned long long x) : m_kind(kind::unsigned_integer), m_unsigned(x) {}
+  format_arg(double x) : m_kind(kind::floating), m_floating(x) {}
+  format_arg(bool x) : m_kind(kind::boolean), m_boolean(x) {}
+  format_arg(std::string_view x) : m_kind(kind::text), m_text(x) {}
+  format_arg(const char* x) : m_kind(kind::text), m_text(x) {}
+  format_arg(const std::string& x) : m_kind(kind::text), m_text(x) {}
+
+  kind type() const { return m_kind; }
+  long long signed_value() const { return m_signed; }
+  unsigned long long unsigned_value() const { return m_unsigned; }
+  double floating_value() const { return m_floating; }
+  bool boolean_value() const { return m_boolean; }
+  std::string_view text_value() const { return m_text; }
+
+ private:
+  kind m_kind;
+  long long m_signed = 0;
+  unsigned long long m_unsigned = 0;
+  double m_floating = 0.0;
+  bool m_boolean = false;
+  std::string_view m_text;
+};
+
+/// The message `pattern` with its {} fields (fmt's syntax, e.g. {:.6g}) filled from `args`, formatted
+/// in the library (so that public headers do not include a formatting library).
+std::string vformat_message(std::string_view pattern, std::initializer_list<format_arg> args);
+
+template <class... Args>
+std::string format_message(std::string_view pattern, const Args&... args) {
+  return vformat_message(pattern, {format_arg(args)...});
+}
+
+}  // namespace detail
+
 /// Throws ncsde::invalid_argument("<where>: <param> must be <rule> (got <value>)").
 template <class Value>
 [[noreturn]] void throw_invalid_argument(std::string_view where, std::string_view param,
                                          const Value& value, std::string_view rule) {
-  throw invalid_argument(fmt::format("{}: {} must be {} (got {})", where, param, rule, value));
+  throw invalid_argument(detail::format_message("{}: {} must be {} (got {})", where, param, rule, value));
 }
 
 /// Throws ncsde::invalid_argument("<where>: <message>") for rules that do not fit the one-value form.
-[[noreturn]] inline void throw_invalid(std::string_view where, std::string_view message) {
-  throw invalid_argument(fmt::format("{}: {}", where, message));
-}
+[[noreturn]] void throw_invalid(std::string_view where, std::string_view message);
 
 using assert_handler = void (*)(const char* file, int line, const char* condition, const char* message);
 

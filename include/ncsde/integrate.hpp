@@ -31,7 +31,7 @@
 #include "ncsde/brownian.hpp"
 #include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
-#include "ncsde/noise.hpp"
+#include "ncsde/noise_increment.hpp"
 #include "ncsde/psd.hpp"
 #include "ncsde/state_space.hpp"
 #include "ncsde/steppers/detail.hpp"
@@ -248,7 +248,7 @@ class path_integrator {
     try {
       m_stepper.do_step(m_sde, m_trial, t, inc);
     } catch (const non_finite_coefficient& e) {
-      throw evaluation_error(fmt::format(
+      throw evaluation_error(detail::format_message(
           "integrate: the {} returned {} at path {}, step {}, t = {} (max |V| = {:.6g})", e.which,
           e.what, m_path, grid_step, t, m_v.cwiseAbs().maxCoeff()));
     }
@@ -265,7 +265,7 @@ class path_integrator {
       // More than round-off: the coefficients are not symmetric, and symmetrising would change
       // the problem's answer without a word.
       if (asymmetry > symmetry_tolerance * std::max(1.0, size))
-        throw evaluation_error(fmt::format(
+        throw evaluation_error(detail::format_message(
             "integrate: the drift or noise map returned a non-symmetric matrix at path {}, step {}, "
             "t = {} (max |X - X^T| of the step = {:.3g}, above the round-off tolerance {:.3g}) on "
             "the {} state space; coefficients there must be symmetric (declare "
@@ -307,7 +307,7 @@ class path_integrator {
         return path_status::completed;
       case pd_policy::throw_error:
         throw pd_violation(
-            fmt::format("integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
+            detail::format_message("integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
                         "(smallest eigenvalue {:.6g})",
                         m_path, grid_step, t + inc.dt, pr.min_eigenvalue),
             m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
@@ -316,7 +316,7 @@ class path_integrator {
     }
     if (depth >= m_opt.refine_depth)
       throw pd_violation(
-          fmt::format("integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
+          detail::format_message("integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
                       "(smallest eigenvalue {:.6g}) even after refining the step {} times (dt = {:.3g})",
                       m_path, grid_step, t + inc.dt, pr.min_eigenvalue, depth, inc.dt),
           m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
@@ -462,12 +462,12 @@ State validate_problem(std::string_view where, const problem<S, State>& p,
   if constexpr (requires { p.sde.shape(); }) {
     const auto [rows, cols] = p.sde.shape();
     if (v0.rows() != rows || v0.cols() != cols)
-      throw_invalid(where, fmt::format("V0 must be {}×{} for this SDE (got {}×{})", rows, cols,
+      throw_invalid(where, detail::format_message("V0 must be {}×{} for this SDE (got {}×{})", rows, cols,
                                        v0.rows(), v0.cols()));
   }
   const double size = v0.cwiseAbs().maxCoeff();
   if (!(size <= opt.blowup_threshold))
-    throw_invalid(where, fmt::format("V0 must lie within blowup_threshold = {:.6g} (got max |V0| = "
+    throw_invalid(where, detail::format_message("V0 must lie within blowup_threshold = {:.6g} (got max |V0| = "
                                      "{:.6g}: every path would count as blown up at t0)",
                                      opt.blowup_threshold, size));
   resolved = opt;

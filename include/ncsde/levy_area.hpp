@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "ncsde/concepts.hpp"
-#include "ncsde/noise.hpp"
+#include "ncsde/noise_increment.hpp"
 #include "ncsde/random.hpp"
 
 namespace ncsde {

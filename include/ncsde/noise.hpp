@@ -1,27 +1,16 @@
 #pragma once
-/// Noise increments, the dense-covariance adapter, and the exact covariance of a noise map.
+/// The dense-covariance adapter and the exact covariance of a noise map (noise increments:
+/// noise_increment.hpp).
 #include <Eigen/Eigenvalues>
 
 #include <cmath>
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/noise_increment.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde {
-
-/// One Brownian increment over [t, t + dt] of a k-dimensional standard Brownian motion W:
-///   dw(j) = W_j(t + dt) − W_j(t) ~ N(0, dt), and, when has_iterated,
-///   iterated(j, l) = I_(j,l) = ∫_t^{t+dt} (W_j(s) − W_j(t)) dW_l(s)   (Itô; inner index first),
-/// so that iterated + iteratedᵀ = dw dwᵀ − dt·I and iterated − iteratedᵀ = 2 × Lévy area.
-struct noise_increment {
-  double dt = 0.0;
-  vector dw;
-  matrix iterated;
-  bool has_iterated = false;
-
-  int dimension() const { return static_cast<int>(dw.size()); }
-};
 
 /// Exact covariance of a noise map at (t, V): Σ = Σ_j vec(G e_j) vec(G e_j)ᵀ over the packed upper
 /// triangle (K×K, entries Cov(dV^{ab}, dV^{cd}) / dt). G is linear, so the sum over the k basis inputs
@@ -76,16 +65,16 @@ class dense_covariance_noise {
     m_sigma.resize(K, K);
     m_sde.covariance(v, m_sigma, t);
     if (m_sigma.rows() != K || m_sigma.cols() != K)
-      throw evaluation_error(fmt::format(
+      throw evaluation_error(detail::format_message(
           "dense_covariance_noise: covariance must be {}×{} for m = {} (got {}×{})", K, K, v.rows(),
           m_sigma.rows(), m_sigma.cols()));
     if (!m_sigma.allFinite())
-      throw evaluation_error(fmt::format("dense_covariance_noise: covariance is not finite at t = {}", t));
+      throw evaluation_error(detail::format_message("dense_covariance_noise: covariance is not finite at t = {}", t));
     m_eigen.compute(0.5 * (m_sigma + m_sigma.transpose()), Eigen::ComputeEigenvectors);
     const double scale = m_sigma.cwiseAbs().maxCoeff();
     const double lmin = m_eigen.eigenvalues()(0);
     if (lmin < -1e-10 * scale)
-      throw evaluation_error(fmt::format(
+      throw evaluation_error(detail::format_message(
           "dense_covariance_noise: covariance is not positive semidefinite at t = {} (smallest "
           "eigenvalue {:.6g})",
           t, lmin));

@@ -124,7 +124,7 @@ class drift_system {
     detail::resize_like(dvdt, v);
     m_sde->drift(v, dvdt, t);
     if (!dvdt.allFinite())
-      throw evaluation_error(fmt::format(
+      throw evaluation_error(detail::format_message(
           "drift_system: the drift returned a non-finite value at t = {} (max |V| = {:.6g})", t,
           v.cwiseAbs().maxCoeff()));
   }
@@ -190,7 +190,7 @@ class guarded_drift {
     if (dvdt.allFinite()) return;
     const double size = v.cwiseAbs().maxCoeff();
     if (size > m_threshold) throw ode_blowup{t, v, false};
-    throw evaluation_error(fmt::format(
+    throw evaluation_error(detail::format_message(
         "solve_deterministic: the drift returned a non-finite value at t = {} (max |V| = {:.6g})",
         t, size));
   }
@@ -348,14 +348,14 @@ class odeint_stepper {
     // 9e15 < 2^53: beyond it consecutive grid indices are no longer distinct doubles.
     if (!(position >= 0) || !(position < 9e15))
       throw_invalid_argument("odeint_stepper", "t", t,
-                             fmt::format("in [t0, t0 + 9e15·dt) (t0 = {}, dt = {})", m_t0, m_dt));
+                             detail::format_message("in [t0, t0 + 9e15·dt) (t0 = {}, dt = {})", m_t0, m_dt));
     const auto n = static_cast<std::uint64_t>(std::floor(position));
     const double t_n = m_t0 + static_cast<double>(n) * m_dt;
     if (!(std::abs(t - t_n) <= 1e-9 * std::max(m_dt, std::abs(t))))
       throw_invalid_argument("odeint_stepper", "t", t,
-                             fmt::format("a grid time t0 + n·dt (t0 = {}, dt = {})", m_t0, m_dt));
+                             detail::format_message("a grid time t0 + n·dt (t0 = {}, dt = {})", m_t0, m_dt));
     if (!(h > 0) || !(h <= m_dt * (1 + 1e-9)))
-      throw_invalid_argument("odeint_stepper", "h", h, fmt::format("in (0, dt] (dt = {})", m_dt));
+      throw_invalid_argument("odeint_stepper", "h", h, detail::format_message("in (0, dt] (dt = {})", m_dt));
     const bool full = h >= m_dt * (1 - 1e-9);
     const double length = full ? (m_t0 + static_cast<double>(n + 1) * m_dt) - t_n : h;
     m_source->increment(n, length, Stepper::needs_iterated_integrals, m_inc);
@@ -363,7 +363,7 @@ class odeint_stepper {
       m_stepper.do_step(sde, v, t, m_inc);
     } catch (const detail::non_finite_coefficient& e) {
       throw evaluation_error(
-          fmt::format("odeint_stepper: the {} returned {} at step {}, t = {} (max |V| = {:.6g})",
+          detail::format_message("odeint_stepper: the {} returned {} at step {}, t = {} (max |V| = {:.6g})",
                       e.which, e.what, n, t, v.cwiseAbs().maxCoeff()));
     }
     if constexpr (is_symmetric_space(state_space_of<S>)) symmetrize(v);

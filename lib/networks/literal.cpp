@@ -1,5 +1,7 @@
 #include "ncsde/networks/literal.hpp"
 
+#include <fmt/format.h>
+
 #include <Eigen/QR>
 #include <cmath>
 

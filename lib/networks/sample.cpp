@@ -1,5 +1,7 @@
 #include "ncsde/networks/sample.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 

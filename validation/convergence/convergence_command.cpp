@@ -11,6 +11,8 @@
 /// validation/plots/convergence_plot.py (/usr/bin/python3 with matplotlib). --check: exit 1 when
 /// some order is outside its tolerance.
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>

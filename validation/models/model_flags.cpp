@@ -1,5 +1,7 @@
 #include "models/model_flags.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>

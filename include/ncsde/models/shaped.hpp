@@ -12,11 +12,16 @@
 /// (vec G, vec Z):
 ///   G(V) ξ = √k_lin L W Lᵀ + √k_att N_att|causal(L, V, Z),  L Lᵀ = V,
 /// with G = the first m² entries of ξ (column-major) and Z the next m² (attention types only).
+#include <cstdint>
 #include <tuple>
 
 #include "ncsde/concepts.hpp"
-#include "ncsde/state_space.hpp"
+#include "ncsde/ensemble.hpp"
+#include "ncsde/integrate.hpp"
 #include "ncsde/models/coefficients.hpp"
+#include "ncsde/state_space.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/steppers/milstein.hpp"
 
 namespace ncsde::models {
 
@@ -136,3 +141,26 @@ static_assert(SdeWithCholeskyHint<covariance_sde> &&
               SdeWithCholeskyHint<covariance_sde, square_matrix<4>>);
 
 }  // namespace ncsde::models
+
+// Ensembles and paths of covariance_sde with the built-in schemes are compiled once, in the library
+// (lib/models/runs_*.cpp, every fixed size included): a program that runs them links them instead of
+// instantiating the engine for the four architectures' coefficients itself.
+// Used inside namespace ncsde: NCSDE_COVARIANCE_SDE_RUNS(extern, scheme) declares them,
+// NCSDE_COVARIANCE_SDE_RUNS(, scheme) defines them.
+#define NCSDE_COVARIANCE_SDE_RUNS(prefix, Stepper)                                              \
+  prefix template ensemble_result run_ensemble<Stepper, models::covariance_sde, matrix>(        \
+      const Stepper&, const problem<models::covariance_sde, matrix>&, const integrate_options&, \
+      const ensemble_options&);                                                                 \
+  prefix template ensemble_partial run_ensemble_range<Stepper, models::covariance_sde, matrix>( \
+      const Stepper&, const problem<models::covariance_sde, matrix>&, const integrate_options&, \
+      const ensemble_options&, path_range);                                                     \
+  prefix template path_result                                                                   \
+  integrate<Stepper, models::covariance_sde, matrix, detail::null_observer>(                    \
+      Stepper&, const problem<models::covariance_sde, matrix>&, const integrate_options&,       \
+      std::uint64_t, std::uint64_t, detail::null_observer);
+
+namespace ncsde {
+NCSDE_COVARIANCE_SDE_RUNS(extern, euler_maruyama<>)
+NCSDE_COVARIANCE_SDE_RUNS(extern, milstein<>)
+NCSDE_COVARIANCE_SDE_RUNS(extern, milstein_commutative<>)
+}  // namespace ncsde

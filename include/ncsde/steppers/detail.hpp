@@ -1,7 +1,5 @@
 #pragma once
 /// Internals shared by the steppers.
-#include <fmt/format.h>
-
 #include <string>
 #include <string_view>
 
@@ -21,12 +19,15 @@ struct non_finite_coefficient {
   std::string what = "a non-finite value";  ///< what was wrong with it
 };
 
+/// "a <rows>x<cols> matrix for a <state_rows>x<state_cols> state".
+std::string shape_mismatch(long long rows, long long cols, long long state_rows, long long state_cols);
+
 /// Checks a coefficient's output x against the state v: same shape, every entry finite.
 template <class State>
 inline void require_finite(const State& x, const State& v, std::string_view which) {
   if (x.rows() != v.rows() || x.cols() != v.cols())
     throw non_finite_coefficient{
-        which, fmt::format("a {}x{} matrix for a {}x{} state", x.rows(), x.cols(), v.rows(), v.cols())};
+        which, shape_mismatch(x.rows(), x.cols(), v.rows(), v.cols())};
   if (!x.allFinite()) throw non_finite_coefficient{which};
 }
 

@@ -3,7 +3,7 @@
 /// Orders: strong 1/2 (strong 1 when the noise is additive), weak 1. Any noise (commutative or not);
 /// needs only the step's increments, no iterated integrals. Cost: one drift and one noise evaluation.
 #include "ncsde/concepts.hpp"
-#include "ncsde/noise.hpp"
+#include "ncsde/noise_increment.hpp"
 #include "ncsde/steppers/detail.hpp"
 
 namespace ncsde {

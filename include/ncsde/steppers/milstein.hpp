@@ -28,7 +28,7 @@
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
-#include "ncsde/noise.hpp"
+#include "ncsde/noise_increment.hpp"
 #include "ncsde/steppers/detail.hpp"
 
 namespace ncsde {
