@@ -184,6 +184,11 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
       ->capture_default_str();
 }
 
+CLI::Option* add_integer_list(CLI::App& sub, const std::string& name, std::vector<int>& values,
+                              const std::string& description) {
+  return sub.add_option(name, values, description)->delimiter(',')->transform(decimal_integer);
+}
+
 networks::attention_form parse_attention_form(std::string_view text) {
   if (text == "shaped") return networks::attention_form::shaped;
   if (text == "unshaped") return networks::attention_form::unshaped;
