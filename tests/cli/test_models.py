@@ -130,6 +130,9 @@ class ModelsCli(CliTestCase):
             (["--V", "'1,x;0,1'", "'x' is not a finite number"],
              ["coefficients", "--model", "mlp", "--V", "1,x;0,1"]),
             (["--V", "not symmetric"], ["coefficients", "--model", "mlp", "--V", "1,2;0,1"]),
+            # One sign per number (found by tests/fuzz).
+            (["--V", "entry (1, 1) '+-1' is not a finite number"],
+             ["coefficients", "--model", "mlp", "--V", "+-1"]),
             # A finite V at which the coefficients overflow is refused, not printed as null.
             (["--V: the coefficients overflow (are not finite) at V = '1e300,0;0,1e300': "
               "Sigma^{11,11} = inf"],
@@ -151,6 +154,14 @@ class ModelsCli(CliTestCase):
             with self.subTest(args=args):
                 self.expect_usage_error(texts, *args)
 
+    def test_many_rows_refused_at_the_first(self):
+        # m separators are refused at row 1, not after asking for m² doubles (found by tests/fuzz:
+        # "1" and 100000 ';' used to exit 1, out of memory, for want of 80 GB).
+        r = self.run_program(["coefficients", "--model", "mlp", "--V", "1" + ";" * 100000])
+        self.assertTrue(r.returncode == 2 and "row 1 has 1 entries, expected 100001" in r.stderr,
+                        f"--V '1;;;…' (100000 ';'): exit code {r.returncode}, expected 2 and 'row "
+                        f"1 has 1 entries, expected 100001':\n{r.stderr[:300]}")
+
     # ---- 5. integer flags: decimal digits only, read as written ----
     def test_integer_flags(self):
         ten = self.run_json("simulate", "--V0", "1,0.5;0.5,1", "--paths", "1e1", "--seed", "010",
@@ -160,6 +171,10 @@ class ModelsCli(CliTestCase):
         self.assertTrue(ten["paths"] == 10 and ten["seed"] == 10
                         and ten["functionals"][0] == plain["functionals"][0],
                         f"simulate --paths 1e1 --seed 010 is not --paths 10 --seed 10:\n{ten}")
+        # ".0" is zero, as "0.0" is (found by tests/fuzz: it used to become an empty text).
+        zero = self.run_json("simulate", "--V0", "1,0.5;0.5,1", "--paths", "2", "--seed", ".0",
+                             "--dt", "0.5", "--threads", ".0", "--format", "json")
+        self.assertEqual(zero["seed"], 0, "simulate --seed .0 is not --seed 0")
         self.expect_usage_error("--paths: must be a decimal integer such as 1000 or 1e6 (got '1.5')",
                                 "simulate", "--V0", IDENTITY, "--paths", "1.5")
         self.expect_usage_error("--seed: must be at most 2^64 - 1", "simulate", "--V0", IDENTITY,
