@@ -2,6 +2,7 @@
 
 #include <Eigen/QR>
 #include <cmath>
+#include <limits>
 
 #include "ncsde/error.hpp"
 #include "ncsde/models/coefficients.hpp"
@@ -91,6 +92,12 @@ network_constants validate_network(const char* where, models::architecture arch,
       throw_invalid_argument(
           where, "hidden_ratio", p.hidden_ratio,
           fmt::format("such that r·n is a positive integer (n = {}, r·n = {})", n, rn));
+    // The hidden width is an int (a matrix dimension): converting a larger r·n would be undefined.
+    if (rounded > std::numeric_limits<int>::max())
+      throw_invalid_argument(
+          where, "hidden_ratio", p.hidden_ratio,
+          fmt::format("such that the hidden width r·n is at most {} (n = {}, r·n = {})",
+                      std::numeric_limits<int>::max(), n, rn));
     k.hidden = static_cast<int>(rounded);
   }
   const double root_n = std::sqrt(static_cast<double>(n));

@@ -127,6 +127,12 @@ class NetworksCli(CliTestCase):
             (["hidden_ratio", "(got 0.3) (flag --hidden-ratio)"],
              ["sample-network", "--model", "resnet", "--V0", V2, "--n", "16", "--d", "4",
               "--hidden-ratio", "0.3"]),
+            # r·n beyond an int is refused (found by tests/fuzz: it used to be converted to an
+            # int, undefined behaviour, and run with a garbage hidden width).
+            (["hidden_ratio must be such that the hidden width r·n is at most 2147483647",
+              "(flag --hidden-ratio)"],
+             ["sample-network", "--model", "resnet", "--V0", "1", "--n", "2", "--d", "1",
+              "--networks", "1", "--hidden-ratio", "3e9"]),
             (["--V0", "'1,2;3'", "row 2"], [*SN, "--V0", "1,2;3", "--n", "16", "--d", "4"]),
             (["--V0", "'1,0.5;0.2,1'", "not symmetric"],
              [*SN, "--V0", "1,0.5;0.2,1", "--n", "16", "--d", "4"]),
