@@ -215,7 +215,7 @@ void literal_network::attention_branch(const matrix& x, std::uint64_t l,
         gaussian(wb.value, stream, l, weight_tag(weight_kind::value, h), m_n, value_width, 1.0);
     const matrix head_out = (a * (x * w_v)) * inv_root_n;
     if (projected)
-      concat.middleCols(h * value_width, value_width) = head_out;
+      concat.middleCols(static_cast<Eigen::Index>(h) * value_width, value_width) = head_out;
     else
       y += head_out;
   }

@@ -171,6 +171,7 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
   const auto start = std::chrono::steady_clock::now();
   {
     std::vector<std::jthread> pool;
+    pool.reserve(static_cast<std::size_t>(out.threads));
     for (int t = 0; t < out.threads; ++t)
       pool.emplace_back([&] {
         for (;;) {
