@@ -1,7 +1,6 @@
 #pragma once
-/// What the libFuzzer targets of tests/fuzz share: a property check that reports the input and
-/// aborts (libFuzzer then saves the input as a crash), and the two answers a parser may give to
-/// bad text.
+/// What the libFuzzer targets of tests/fuzz share: a property check that prints the property and
+/// the input and aborts, so that libFuzzer saves the input as a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
