@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ncsde needs to build, test and plot.
+# Installs the Debian packages ncsde needs to build, test and plot (python3 also runs the
+# command-line tests, tests/cli, with its standard library only).
+#   scripts/install-deps.sh               the build, the tests and the plots
+#   scripts/install-deps.sh --sanitizers  also Clang and its sanitizer and libFuzzer runtimes, for
+#                                         scripts/test_sanitizers.sh (the fuzz preset)
 # Non-interactive and idempotent: a no-op when everything is present.
 set -euo pipefail
 
@@ -9,6 +13,11 @@ packages=(
   librandom123-dev libcli11-dev nlohmann-json3-dev
   python3 python3-numpy python3-matplotlib
 )
+case "${1:-}" in
+  "") ;;
+  --sanitizers) packages+=(clang libclang-rt-14-dev) ;;
+  *) echo "usage: $0 [--sanitizers]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -80,8 +80,10 @@ void grid_brownian_source::increment(std::uint64_t step, double dt, bool with_it
 void grid_brownian_source::split(const noise_increment&, std::uint64_t step, std::uint64_t node,
                                  bool with_iterated, noise_increment& left,
                                  noise_increment& right) const {
-  // Node n (heap numbering, 1 = the whole step) is piece n − 2^d of 2^d at depth d = ⌊log₂ n⌋.
-  const int depth = std::bit_width(node) - 1;
+  // Node n (heap numbering, 1 = the whole step) is piece n − 2^d of 2^d at depth d = ⌊log₂ n⌋;
+  // node 0 (depth −1) or a depth of 63 would make the shift below undefined.
+  NCSDE_ASSERT(node >= 1 && node < (std::uint64_t{1} << 62), "split: node is a heap index >= 1");
+  const int depth = static_cast<int>(std::bit_width(node)) - 1;
   const long long pieces = 1LL << depth;
   const long long count = m_ratio / pieces;
   if (m_ratio % pieces != 0 || count < 2 || count % 2 != 0)

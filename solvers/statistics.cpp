@@ -143,7 +143,7 @@ double ks_critical_distance(double alpha, long long n1, long long n2) {
   if (n1 < 1) throw_invalid_argument("ks_critical_distance", "n1", n1, ">= 1");
   if (n2 < 1) throw_invalid_argument("ks_critical_distance", "n2", n2, ">= 1");
   const double c = std::sqrt(-std::log(alpha / 2.0) / 2.0);
-  return c * std::sqrt(static_cast<double>(n1 + n2) / (static_cast<double>(n1) * n2));
+  return c * std::sqrt(static_cast<double>(n1 + n2) / (static_cast<double>(n1) * static_cast<double>(n2)));
 }
 
 namespace {

@@ -63,6 +63,7 @@ inline bool canonical_decimal(std::string& text, bool allow_negative) {
   if (static_cast<long long>(fraction.size()) > exponent) return false;
   digits += fraction;
   digits.append(static_cast<std::size_t>(exponent) - fraction.size(), '0');
+  if (digits.empty()) digits = "0";  // ".0": no digit before the point, no significant one after
   digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
   if (digits.size() > 20) return false;
   text = (negative && digits != "0" ? "-" : "") + digits;

@@ -4,6 +4,7 @@
 
 #include <Eigen/QR>
 #include <cmath>
+#include <limits>
 
 #include "ncsde/error.hpp"
 #include "ncsde/models/coefficients.hpp"
@@ -93,6 +94,12 @@ network_constants validate_network(const char* where, models::architecture arch,
       throw_invalid_argument(
           where, "hidden_ratio", p.hidden_ratio,
           fmt::format("such that r·n is a positive integer (n = {}, r·n = {})", n, rn));
+    // The hidden width is an int (a matrix dimension): converting a larger r·n would be undefined.
+    if (rounded > std::numeric_limits<int>::max())
+      throw_invalid_argument(
+          where, "hidden_ratio", p.hidden_ratio,
+          fmt::format("such that the hidden width r·n is at most {} (n = {}, r·n = {})",
+                      std::numeric_limits<int>::max(), n, rn));
     k.hidden = static_cast<int>(rounded);
   }
   const double root_n = std::sqrt(static_cast<double>(n));
@@ -210,7 +217,7 @@ void literal_network::attention_branch(const matrix& x, std::uint64_t l,
         gaussian(wb.value, stream, l, weight_tag(weight_kind::value, h), m_n, value_width, 1.0);
     const matrix head_out = (a * (x * w_v)) * inv_root_n;
     if (projected)
-      concat.middleCols(h * value_width, value_width) = head_out;
+      concat.middleCols(static_cast<Eigen::Index>(h) * value_width, value_width) = head_out;
     else
       y += head_out;
   }

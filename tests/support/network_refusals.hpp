@@ -42,6 +42,14 @@ void check_network_refusals(const std::string& name, const ncsde::matrix& v0) {
           name +
               ": hidden_ratio must be such that r·n is a positive integer (n = 8, r·n = 2.4) "
               "(got 0.3)");
+  // The hidden width r·n is an int: a larger one is refused, not converted (undefined behaviour).
+  ncsde::models::shaped_params wide = ok;
+  wide.hidden_ratio = 3e8;
+  for (const architecture arch : {architecture::resnet, architecture::transformer})
+    CHECK(message_of([&] { Network(arch, wide, 3, 8); }) ==
+          name +
+              ": hidden_ratio must be such that the hidden width r·n is at most 2147483647 "
+              "(n = 8, r·n = 2400000000) (got 300000000)");
   // r·n only matters with a ReLU branch.
   CHECK(message_of([&] { Network(architecture::attention, ratio, 3, 8); }) == "");
   ncsde::models::shaped_params tau = ok;

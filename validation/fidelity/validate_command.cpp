@@ -619,9 +619,7 @@ command validate_command() {
                    "Initial state V0 (rows separated by ';', entries by ','); default: docs/maths.md §9.1's "
                    "V3, diagonal (1, 1.6, 0.7), correlations 0.5, 0.3, 0.7");
     sub.add_option("--T", a->t_end, "Final time T = d/n")->capture_default_str();
-    sub.add_option("--n", a->widths, "Network widths, strictly increasing (comma-separated)")
-        ->delimiter(',')
-        ->transform(decimal_integer)
+    add_integer_list(sub, "--n", a->widths, "Network widths, strictly increasing (comma-separated)")
         ->capture_default_str();
     sub.add_option("--networks", a->networks, "Finite networks per width")
         ->transform(decimal_integer)

@@ -119,7 +119,10 @@ matrix parse_matrix(std::string_view text, std::string_view flag) {
   if (trim(text).empty()) matrix_error(flag, text, "it is empty");
   const std::vector<std::string_view> rows = split(text, ';');
   const int m = static_cast<int>(rows.size());
-  matrix v(m, m);
+  // The entries are collected row by row, each row counted before it is read, and the m×m matrix
+  // is made only at the end: the memory grows with the text, so "1;;;…" (m separators) is refused
+  // at row 1 instead of asking for m² doubles first.
+  std::vector<double> entries_read;
   for (int a = 0; a < m; ++a) {
     const std::vector<std::string_view> entries = split(rows[static_cast<std::size_t>(a)], ',');
     if (static_cast<int>(entries.size()) != m)
@@ -130,15 +133,21 @@ matrix parse_matrix(std::string_view text, std::string_view flag) {
       const std::string_view entry = trim(entries[static_cast<std::size_t>(b)]);
       double x = 0.0;
       const char* end = entry.data() + entry.size();
-      // from_chars rejects a leading '+'; accept it as the usual spelling of a sign.
-      const char* begin = !entry.empty() && entry.front() == '+' ? entry.data() + 1 : entry.data();
+      // from_chars rejects a leading '+'; accept it as the usual spelling of a sign (one sign:
+      // "+-1" is not a number).
+      const bool plus = !entry.empty() && entry.front() == '+';
+      const char* begin = plus ? entry.data() + 1 : entry.data();
       const auto [ptr, ec] = std::from_chars(begin, end, x);
-      if (entry.empty() || ec != std::errc() || ptr != end || !std::isfinite(x))
+      if (entry.empty() || (plus && begin != end && *begin == '-') || ec != std::errc() ||
+          ptr != end || !std::isfinite(x))
         matrix_error(flag, text,
                      fmt::format("entry ({}, {}) '{}' is not a finite number", a + 1, b + 1, entry));
-      v(a, b) = x;
+      entries_read.push_back(x);
     }
   }
+  matrix v(m, m);
+  for (int a = 0; a < m; ++a)
+    for (int b = 0; b < m; ++b) v(a, b) = entries_read[static_cast<std::size_t>(a) * m + b];
   return v;
 }
 
@@ -184,6 +193,11 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
       ->transform(decimal_integer)
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
+}
+
+CLI::Option* add_integer_list(CLI::App& sub, const std::string& name, std::vector<int>& values,
+                              const std::string& description) {
+  return sub.add_option(name, values, description)->delimiter(',')->transform(decimal_integer);
 }
 
 networks::attention_form parse_attention_form(std::string_view text) {

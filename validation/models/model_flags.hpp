@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
@@ -74,6 +75,12 @@ struct network_flags {
 /// outside n ≥ 2, d ≥ 1, n_k ≥ 1, networks ≥ 1, threads ≥ 0 and unknown samplers are refused by
 /// CLI11 with the flag and the value in the message (exit code 2).
 void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size);
+
+/// Adds the option `name` (e.g. "--n") holding a comma-separated list of integers, each a decimal
+/// integer as decimal_integer reads it ("32,64,1e3"), to `sub`, writing into `values` (which must
+/// outlive the parse). Rules on the values (range, order) are the command's.
+CLI::Option* add_integer_list(CLI::App& sub, const std::string& name, std::vector<int>& values,
+                              const std::string& description);
 
 /// A finite-network sampler of either kind (docs/maths.md §2 literal weights, §7 reduced in law).
 using any_network = std::variant<networks::literal_network, networks::reduced_network>;

@@ -155,6 +155,8 @@ template <int M>
 void noise_causal(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
                   double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws);
 
+// EXTERN is `extern` or nothing, a keyword that cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define NCSDE_MODELS_KERNELS(EXTERN, M)                                                          \
   EXTERN template void b_relu<M>(const square_matrix<M>&, double, double, square_matrix<M>&);   \
   EXTERN template void b_att<M>(const square_matrix<M>&, double, square_matrix<M>&,             \
@@ -170,6 +172,7 @@ void noise_causal(const square_matrix<M>& l, const square_matrix<M>& v, const sq
                                        const square_ref<M>&, double, square_matrix<M>&,         \
                                        coefficient_workspace<M>&);                              \
   EXTERN template class basic_psd_factor<M>;
+// NOLINTEND(bugprone-macro-parentheses)
 NCSDE_MODELS_KERNELS(extern, 2)
 NCSDE_MODELS_KERNELS(extern, 3)
 NCSDE_MODELS_KERNELS(extern, 4)

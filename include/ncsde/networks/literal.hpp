@@ -89,7 +89,7 @@ struct network_constants {
 /// has m orthonormal rows); n_k ≥ 1; models::validate_params (c± finite, 0 ≤ γ² ≤ 1, r finite
 /// and > 0, τ₀ finite and > 0, n_h ≥ 1, attention options at their defaults for mlp and resnet);
 /// n_h divides n; form is shaped for mlp and resnet; with a ReLU branch r·n is a positive integer
-/// (within 1e-9·r·n); with a ReLU layer s₊² + s₋² > 0. The temperature τ is the form's. Throws
+/// (within 1e-9·r·n) of at most 2³¹ − 1 (the hidden width); with a ReLU layer s₊² + s₋² > 0. The temperature τ is the form's. Throws
 /// ncsde::invalid_argument("<where>: <param> must be <rule> (got <value>)") on the first rule
 /// broken.
 network_constants validate_network(const char* where, models::architecture arch,

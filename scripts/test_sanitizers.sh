@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The sanitizer part of CI (.ci/run runs it after scripts/test.sh). Runnable from any directory.
+#
+#  1. The asan preset (GCC, address + undefined-behaviour sanitizers, leak detection) in
+#     build-asan/: builds the C++ unit test programs only (build preset asan-unit: no benchmarks,
+#     no ncsde program) and runs them (test preset asan-unit): every `unit` test except
+#       cli_*                    they run the ncsde program, which is not built here; its text
+#                                parsers are fuzzed under the same sanitizers in step 2, and the
+#                                Release run has already run these tests;
+#       package_downstream       it builds a consumer project without the sanitizer flags, which
+#                                cannot link the instrumented library (it checks packaging, which
+#                                the Release run covers);
+#       own_convergence_example  the slowest test (27 s in Release, 200 000 weak paths; several
+#                                minutes under the sanitizers) on integrate() and the Brownian
+#                                sources, which core, spaces and convergence already exercise.
+#  2. The fuzz preset (Clang, libFuzzer, address + undefined) in build-fuzz/: builds the two fuzz
+#     targets of tests/fuzz and fuzzes each for NCSDE_FUZZ_SECONDS (default 60; both at once).
+#
+# A sanitizer report, a failed test or a fuzzing finding fails the script. The time of each step
+# is printed at the end.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+bash scripts/install-deps.sh --sanitizers
+
+start=$SECONDS
+cmake --preset asan
+cmake --build --preset asan-unit
+asan_build=$((SECONDS - start))
+start=$SECONDS
+ctest --preset asan-unit
+asan_tests=$((SECONDS - start))
+
+start=$SECONDS
+cmake --preset fuzz -DNCSDE_FUZZ_SECONDS="${NCSDE_FUZZ_SECONDS:-60}"
+cmake --build --preset fuzz
+fuzz_build=$((SECONDS - start))
+start=$SECONDS
+ctest --preset fuzz
+fuzz_run=$((SECONDS - start))
+
+echo "sanitizers: asan build ${asan_build} s, asan unit tests ${asan_tests} s," \
+     "fuzz build ${fuzz_build} s, fuzzing ${fuzz_run} s"
