@@ -198,7 +198,7 @@ ensemble_result run_ensemble_impl(const Stepper& stepper, const problem<S, State
   detail::validate_ensemble_options(opt);
   integrate_options resolved;
   const State v0 = detail::validate_problem("run_ensemble", prob, iopt,
-                                            Stepper::needs_iterated_integrals, resolved);
+                                            Stepper::request.needs_iterated_integrals(), resolved);
   if constexpr (!BridgedNoiseSource<Source>)
     if (resolved.policy == pd_policy::refine)
       throw_invalid("run_ensemble", "pd policy 'refine' needs a noise source with a bridge split");
@@ -222,7 +222,7 @@ ensemble_result run_ensemble_impl(const Stepper& stepper, const problem<S, State
   result.paths = opt.paths;
   result.seed = opt.seed;
   result.threads = threads;
-  result.scheme = Stepper::name;
+  result.scheme = std::string(Stepper::name);
   result.terminal.reset(K);
   result.at_stop.reset(K);
   result.save_times = iopt.save_times;

@@ -3,10 +3,12 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "ncsde/levy_area.hpp"
 #include "ncsde/noise.hpp"
 #include "ncsde/psd.hpp"
+#include "ncsde/stepper.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
 #include "support/random_matrices.hpp"
@@ -67,18 +69,65 @@ static_assert(ncsde::Sde<ncsde::dense_covariance_noise<fixed_covariance>>);
 
 }  // namespace
 
-TEST_CASE("steppers: orders, names and needs") {
-  CHECK(ncsde::euler_maruyama<>::strong_order == 0.5);
-  CHECK(ncsde::euler_maruyama<>::weak_order == 1.0);
-  CHECK_FALSE(ncsde::euler_maruyama<>::needs_iterated_integrals);
-  CHECK(std::string(ncsde::euler_maruyama<>::name) == "em");
-  CHECK(ncsde::milstein<>::strong_order == 1.0);
-  CHECK(ncsde::milstein<>::needs_iterated_integrals);
-  CHECK(std::string(ncsde::milstein<>::name) == "milstein");
-  CHECK(ncsde::milstein_commutative<>::strong_order == 1.0);
-  CHECK_FALSE(ncsde::milstein_commutative<>::needs_iterated_integrals);
-  CHECK(std::string(ncsde::milstein_commutative<>::name) == "milstein-commutative");
+TEST_CASE("steppers: orders per noise class, names and noise requests") {
+  using ncsde::iterated_terms;
+  using ncsde::noise_class;
+  using em = ncsde::euler_maruyama<>;
+  using mil = ncsde::milstein<>;
+  using mc = ncsde::milstein_commutative<>;
+  static_assert(ncsde::Stepper<em> && ncsde::Stepper<mil> && ncsde::Stepper<mc>);
+  static_assert(ncsde::Stepper<ncsde::euler_maruyama<ncsde::square_matrix<2>>>);
+  static_assert(ncsde::StepperFor<em, support::quadratic_noise>);
+  CHECK(em::strong_order(noise_class::general) == 0.5);
+  CHECK(em::strong_order(noise_class::commutative) == 0.5);
+  CHECK(em::strong_order(noise_class::additive) == 1.0);
+  CHECK(em::weak_order(noise_class::general) == 1.0);
+  CHECK(em::request.iterated == iterated_terms::none);
+  CHECK_FALSE(em::request.needs_iterated_integrals());
+  CHECK_FALSE(em::request.bridge_splits);
+  CHECK_FALSE(em::preserves_cone);
+  CHECK(em::name == "em");
+  CHECK(mil::strong_order(noise_class::general) == 1.0);
+  CHECK(mil::request.iterated == iterated_terms::with_levy_areas);
+  CHECK(mil::request.needs_iterated_integrals());
+  CHECK(mil::name == "milstein");
+  CHECK(mc::strong_order(noise_class::general) == 0.5);
+  CHECK(mc::strong_order(noise_class::commutative) == 1.0);
+  CHECK(mc::strong_order(noise_class::additive) == 1.0);
+  // The symmetric part I + Iᵀ = ΔW ΔWᵀ − dt·I is formed from the increment: nothing asked of the
+  // source.
+  CHECK(mc::request.iterated == iterated_terms::symmetric_part_only);
+  CHECK_FALSE(mc::request.needs_iterated_integrals());
+  CHECK(mc::name == "milstein-commutative");
+  // The run-time descriptor carries the same declarations.
+  constexpr ncsde::scheme_descriptor d = ncsde::describe<mc>();
+  static_assert(d.strong_order(noise_class::general) == 0.5 && d.weak_order(noise_class::additive) == 1.0);
+  CHECK(d.name == "milstein-commutative");
+  CHECK(d.request == mc::request);
 }
+
+namespace {
+/// Declares everything but the noise request: not a Stepper.
+struct no_request {
+  static constexpr std::string_view name = "x";
+  static constexpr std::string_view description = "x";
+  static constexpr double strong_order(ncsde::noise_class) { return 1.0; }
+  static constexpr double weak_order(ncsde::noise_class) { return 1.0; }
+  static constexpr bool preserves_cone = false;
+};
+/// Orders that are not constant expressions: not a Stepper.
+struct runtime_orders : no_request {
+  static constexpr ncsde::noise_request request{};
+  static double strong_order(ncsde::noise_class) { return 1.0; }
+};
+/// Everything declared.
+struct declared : no_request {
+  static constexpr ncsde::noise_request request{};
+};
+static_assert(!ncsde::Stepper<no_request>);
+static_assert(!ncsde::Stepper<runtime_orders>);
+static_assert(ncsde::Stepper<declared>);
+}  // namespace
 
 TEST_CASE("euler_maruyama: one step is V + b(V) dt + Σ_l dW_l G_l(V)") {
   const int m = 3, k = 2;
