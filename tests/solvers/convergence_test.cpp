@@ -15,7 +15,6 @@
 #include "ncsde/convergence.hpp"
 
 using ncsde::convergence_options;
-using ncsde::convergence_scheme;
 using ncsde::convergence_series;
 using ncsde::error_kind;
 using ncsde::matrix;
@@ -32,7 +31,7 @@ const ncsde::convergence_study& study(const std::string& name) {
   return *it;
 }
 
-const convergence_series& find(const std::vector<convergence_series>& rows, convergence_scheme s,
+const convergence_series& find(const std::vector<convergence_series>& rows, const std::string& s,
                                error_kind k) {
   const auto it = std::find_if(rows.begin(), rows.end(),
                                [&](const auto& r) { return r.scheme == s && r.kind == k; });
@@ -110,19 +109,42 @@ TEST_CASE("grid_brownian_source reads coarse steps off the grid and halves them 
                        doctest::Contains("dt must be 4 fine steps"), ncsde::invalid_argument);
 }
 
-TEST_CASE("scheme names and expected orders") {
-  for (const convergence_scheme s : ncsde::all_convergence_schemes())
-    CHECK(ncsde::parse_convergence_scheme(ncsde::to_string(s)) == s);
-  CHECK_THROWS_WITH_AS(
-      ncsde::parse_convergence_scheme("rk4", "--scheme"),
-      doctest::Contains("--scheme must be one of em, milstein, milstein-commutative (got 'rk4')"),
-      ncsde::invalid_argument);
+TEST_CASE("the scheme registry: names, lookup, expected orders") {
+  const std::vector<std::string> names = ncsde::scheme_names();
+  REQUIRE(names.size() == ncsde::builtin_schemes::size);
+  // The names the CLI and the JSON print, in the order of the tables.
+  CHECK(names[0] == "em");
+  CHECK(names[1] == "milstein");
+  CHECK(names[2] == "milstein-commutative");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CHECK(ncsde::find_scheme(names[i]) == i);
+    CHECK(ncsde::builtin_scheme_descriptors()[i].name == names[i]);
+  }
+  static_assert(ncsde::builtin_schemes::index_of<ncsde::milstein<>> == 1);
+  // visit hands over the stepper type whose descriptor is at the index.
+  for (std::size_t i = 0; i < names.size(); ++i)
+    CHECK(ncsde::builtin_schemes::visit(i, []<class St>(std::type_identity<St>) {
+      return std::string(St::name);
+    }) == names[i]);
+  const std::string unknown =
+      "--scheme must be one of " + ncsde::scheme_name_list() + " (got 'rk4')";
+  CHECK_THROWS_WITH_AS(ncsde::find_scheme("rk4", "--scheme"), doctest::Contains(unknown.c_str()),
+                       ncsde::invalid_argument);
+  CHECK(ncsde::scheme_name_list().find("em, milstein, milstein-commutative") == 0);
   using ncsde::expected_order;
-  CHECK(expected_order(convergence_scheme::em, error_kind::strong, true) == 0.5);
-  CHECK(expected_order(convergence_scheme::milstein, error_kind::strong, false) == 1.0);
-  CHECK(expected_order(convergence_scheme::milstein_commutative, error_kind::strong, true) == 1.0);
-  CHECK(expected_order(convergence_scheme::milstein_commutative, error_kind::strong, false) == 0.5);
-  CHECK(expected_order(convergence_scheme::em, error_kind::weak, false) == 1.0);
+  CHECK(expected_order("em", error_kind::strong, true) == 0.5);
+  CHECK(expected_order("milstein", error_kind::strong, false) == 1.0);
+  CHECK(expected_order("milstein-commutative", error_kind::strong, true) == 1.0);
+  CHECK(expected_order("milstein-commutative", error_kind::strong, false) == 0.5);
+  CHECK(expected_order("em", error_kind::weak, false) == 1.0);
+  CHECK_THROWS_WITH_AS(expected_order("rk4", error_kind::weak, false),
+                       doctest::Contains("scheme must be one of"), ncsde::invalid_argument);
+  // An unknown name in the options is refused before the run, naming the problem.
+  convergence_options o;
+  o.schemes = {"em", "rk4"};
+  CHECK_THROWS_WITH_AS(study("gbm").run(o),
+                       doctest::Contains("convergence (gbm): scheme must be one of em, milstein"),
+                       ncsde::invalid_argument);
 }
 
 TEST_CASE("bad convergence options are rejected, naming the option and the value") {
@@ -188,7 +210,7 @@ TEST_CASE("measured orders on the standard problems (small fixed-seed runs)") {
   // study lives in the `validation` ctest.
   auto check_order = [](const convergence_series& r, double band) {
     CAPTURE(r.problem);
-    CAPTURE(ncsde::to_string(r.scheme));
+    CAPTURE(r.scheme);
     CAPTURE(ncsde::to_string(r.kind));
     CAPTURE(r.fit.slope);
     CHECK(std::abs(r.fit.slope - r.expected) <= band);
@@ -196,38 +218,38 @@ TEST_CASE("measured orders on the standard problems (small fixed-seed runs)") {
   };
   SUBCASE("gbm: EM strong 1/2, Milstein strong 1, EM and Milstein weak 1") {
     const auto rows = study("gbm").run(quick(4000));
-    check_order(find(rows, convergence_scheme::em, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
-    check_order(find(rows, convergence_scheme::milstein, error_kind::weak), 0.2);
+    check_order(find(rows, "em", error_kind::strong), 0.1);
+    check_order(find(rows, "milstein", error_kind::strong), 0.1);
+    check_order(find(rows, "em", error_kind::weak), 0.2);
+    check_order(find(rows, "milstein", error_kind::weak), 0.2);
   }
   SUBCASE("hadamard (commutative, k = 2): Milstein strong 1 with and without Lévy areas") {
     const auto rows = study("hadamard").run(quick(1000));
-    check_order(find(rows, convergence_scheme::em, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::milstein_commutative, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+    check_order(find(rows, "em", error_kind::strong), 0.1);
+    check_order(find(rows, "milstein", error_kind::strong), 0.1);
+    check_order(find(rows, "milstein-commutative", error_kind::strong), 0.1);
+    check_order(find(rows, "em", error_kind::weak), 0.2);
   }
   SUBCASE("noncommutative: Milstein 1, without Lévy areas 1/2") {
     const auto rows = study("noncommutative").run(quick(400));
-    check_order(find(rows, convergence_scheme::em, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::milstein_commutative, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+    check_order(find(rows, "em", error_kind::strong), 0.1);
+    check_order(find(rows, "milstein", error_kind::strong), 0.1);
+    check_order(find(rows, "milstein-commutative", error_kind::strong), 0.1);
+    check_order(find(rows, "em", error_kind::weak), 0.2);
   }
   SUBCASE("wishart (non-commutative, k = 4)") {
     const auto rows = study("wishart").run(quick(300));
-    check_order(find(rows, convergence_scheme::em, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::milstein_commutative, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+    check_order(find(rows, "em", error_kind::strong), 0.1);
+    check_order(find(rows, "milstein", error_kind::strong), 0.1);
+    check_order(find(rows, "milstein-commutative", error_kind::strong), 0.1);
+    check_order(find(rows, "em", error_kind::weak), 0.2);
   }
   SUBCASE("linear covariance (structured noise, k = 4): Milstein 1, EM weak 1") {
     convergence_options o = quick(200);
-    o.schemes = {convergence_scheme::milstein, convergence_scheme::em};
+    o.schemes = {"milstein", "em"};
     const auto rows = study("linear-covariance").run(o);
-    check_order(find(rows, convergence_scheme::milstein, error_kind::strong), 0.1);
-    check_order(find(rows, convergence_scheme::em, error_kind::weak), 0.2);
+    check_order(find(rows, "milstein", error_kind::strong), 0.1);
+    check_order(find(rows, "em", error_kind::weak), 0.2);
   }
 }
 
@@ -237,7 +259,7 @@ TEST_CASE("the martingale control and the coupled EM control estimate the same w
   // difference whatever their correlation). The martingale control's standard error must be far
   // smaller: the coupled difference has variance O(dt) against the martingale estimator's O(dt²).
   convergence_options o = quick(3000);
-  o.schemes = {convergence_scheme::em};
+  o.schemes = {"em"};
   o.strong = false;
   const auto mart = ncsde::run_convergence(noncommutative(true), o);
   const auto coupled = ncsde::run_convergence(noncommutative(false), o);
@@ -261,7 +283,7 @@ TEST_CASE("the martingale control and the coupled EM control estimate the same w
 TEST_CASE("Milstein weak errors are measured only against a pathwise exact solution") {
   convergence_options o = quick(50, 3);
   o.strong = false;
-  o.schemes = {convergence_scheme::milstein, convergence_scheme::milstein_commutative};
+  o.schemes = {"milstein", "milstein-commutative"};
   CHECK(study("noncommutative").run(o).empty());
   const auto rows = study("gbm").run(o);
   CHECK(rows.size() == 2);
