@@ -106,18 +106,22 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
   if (plan.weak && !has_weak_functional)
     throw_invalid(where, "weak errors need a weak functional f");
   plan.martingale = plan.weak && has_weak_value;
-  // Weak series: EM (the controls' scheme) always, every other scheme only against a pathwise
-  // exact solution. EM uses the martingale control when the problem has weak_value; every other
-  // weak series couples to the control Y, and those whose estimator then has O(dt) variance
-  // (strong order < 1 on this noise) get the extended paths.
-  for (const std::size_t s : plan.schemes)
-    plan.has_weak.push_back(plan.weak && (exact || s == control_scheme));
+  // Weak series: EM (the controls' scheme) always; when the problem has weak_value, EM uses the
+  // martingale control and the schemes of the increments only (as EM) couple to it, on every
+  // problem; every other scheme only against a pathwise exact solution. Every weak series without
+  // the martingale control couples to the control Y, and those whose estimator then has O(dt)
+  // variance (strong order < 1 on this noise) get the extended paths.
+  for (const std::size_t s : plan.schemes) {
+    const bool coupled = plan.martingale && builtin_schemes::descriptors[s].request.iterated ==
+                                                iterated_terms::none;
+    plan.has_weak.push_back(plan.weak && (exact || s == control_scheme || coupled));
+    plan.martingale_weak.push_back(plan.has_weak.back() && coupled);
+  }
   for (std::size_t s = 0; s < plan.schemes.size(); ++s) {
-    if (!plan.has_weak[s]) continue;
+    if (!plan.has_weak[s] || plan.martingale_weak[s]) continue;
     const scheme_descriptor& d = builtin_schemes::descriptors[plan.schemes[s]];
-    const bool em_martingale = plan.schemes[s] == control_scheme && plan.martingale;
-    if (!em_martingale) plan.control = true;
-    if (!em_martingale && expected_order(d, error_kind::strong, noise) < 1.0) {
+    plan.control = true;
+    if (expected_order(d, error_kind::strong, noise) < 1.0) {
       plan.extended.push_back(static_cast<int>(s));
       if (d.request.needs_iterated_integrals()) plan.extended_iterated = true;
     }

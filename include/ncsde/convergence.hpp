@@ -32,11 +32,20 @@
 ///    (u(t_{n+1}, V_{n+1}) − E_n[u(t_{n+1}, V_{n+1})]) has mean zero for the implemented chain, and
 ///    the sample f(V_T) − Z is unbiased for E f(V_T^EM); it telescopes to u(t0, V0) + Σ_n (local
 ///    weak error of step n), so its relative variance is O(1) instead of O(1/dt).
+///  - The same martingale control for another scheme X, on problems with weak_value: Z is a
+///    martingale of the EM chain driven by the same increments at the same step, so E Z = 0 and
+///    the sample f(X_dt) − Z_dt is unbiased for E f(X_dt) for any X; its variance is that of
+///    f(X_dt) − f(EM_dt) plus O(dt²), i.e. O(dt²) when X stays within O(dt) of EM on the path. The
+///    engine uses it for the schemes that, like EM, need the increments only (noise_request
+///    iterated_terms::none), whose difference to EM is a drift correction (the predictor–corrector:
+///    O(dt^{3/2}) a step, O(dt) at T); against a pathwise solution their O(dt) weak error would
+///    have O(dt) variance. A scheme for which that reasoning fails still gets an unbiased series,
+///    only a noisier one.
 ///  Weak series exist for EM (the scheme of both controls, detail::control_stepper) on every
-///  problem, and for every other scheme only on problems with a pathwise solution: against an EM
-///  control the O(dt) weak error of a Milstein scheme would drown in the control's
-///  O(dt/control_ratio) variance at the fine levels, and no control of another scheme has an
-///  exactly known mean. A weak series whose estimator has O(dt) variance (a scheme of strong order
+///  problem, for the schemes coupled to its martingale control on every problem with weak_value,
+///  and for every other scheme only on problems with a pathwise solution: against an EM control the
+///  O(dt) weak error of a Milstein scheme would drown in the control's O(dt/control_ratio) variance
+///  at the fine levels, and no control of another scheme has an exactly known mean. A weak series whose estimator has O(dt) variance (a scheme of strong order
 ///  < 1 on the problem's noise class, without the martingale control) may use more paths
 ///  (weak_paths): paths beyond `paths` run for those series alone, without Lévy areas (unless such a
 ///  scheme asks for them) or the Milstein reference (a path's increments do not depend on whether
@@ -206,6 +215,9 @@ struct convergence_plan {
   long long n_fine = 0;         ///< fine steps
   long long control_ratio = 1;  ///< fine steps per step of the EM control (no exact solution)
   std::vector<bool> has_weak;   ///< per scheme: a weak series is produced
+  /// Per scheme: its weak samples are f(V_dt) − Z with Z the EM martingale control on the same path
+  /// and step (EM itself, and the schemes coupled to it; see the file comment).
+  std::vector<bool> martingale_weak;
   double span = 0.0;            ///< T − t0
   bool exact = false;
   bool strong = true, weak = true;
@@ -217,8 +229,7 @@ struct convergence_plan {
   int threads = 1;
   std::uint64_t seed = 0;
   milstein_derivative derivative = milstein_derivative::automatic;  ///< of the studied Milstein schemes
-  /// No series to produce (only weak errors of schemes other than EM asked for, without exact
-  /// solution).
+  /// No series to produce (only weak errors asked for, of schemes that have none on this problem).
   bool empty() const {
     return !strong && std::find(has_weak.begin(), has_weak.end(), true) == has_weak.end();
   }
@@ -311,7 +322,8 @@ class convergence_kernel {
         m_sde(cp.prob.sde),
         m_steppers(builtin_schemes::make_tuple([&]<class St>(std::type_identity<St>) {
           return configured<St>(plan.derivative);
-        })) {
+        })),
+        m_martingale_runs(static_cast<std::size_t>(plan.levels)) {
     m_options.policy = pd_policy::count;
     m_k = m_sde.noise_dimension(static_cast<int>(cp.prob.v0.rows()));
   }
@@ -325,6 +337,7 @@ class convergence_kernel {
     const brownian_grid grid(random_stream(m_plan.seed, static_cast<std::uint64_t>(p)), m_k,
                              m_plan.n_fine, h, m_plan.iterated);
     constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    for (martingale_run& r : m_martingale_runs) r.done = false;
     matrix v_ref;
     double control = 0.0;
     long long ignored = 0;
@@ -356,19 +369,25 @@ class convergence_kernel {
         }
         matrix v;
         bool ok = true;
-        double z = 0.0;  // martingale control (EM only)
+        bool z_ok = true;
+        double z = 0.0;  // the EM martingale control (martingale_weak schemes)
         builtin_schemes::visit(m_plan.schemes[s], [&]<class St>(std::type_identity<St>) {
-          St& stepper = std::get<St>(m_steppers);
           if constexpr (std::is_same_v<St, control_stepper>) {
-            if (m_plan.martingale && m_plan.has_weak[s]) {
-              martingale_observer<S> obs(m_sde, m_values, (1LL << (m_plan.levels - 1 - l)),
-                                         m_plan.span / static_cast<double>(steps), m_k);
-              ok = run_scheme(stepper, grid, ratio, p, exits[s], v, obs);
-              z = obs.z();
+            if (m_plan.martingale_weak[s]) {
+              const martingale_run& r = em_martingale(grid, l, p);
+              ok = r.ok;
+              v = r.v;
+              z = r.z;
+              exits[s] += r.exits;
               return;
             }
           }
-          ok = run_scheme(stepper, grid, ratio, p, exits[s], v);
+          ok = run_scheme(std::get<St>(m_steppers), grid, ratio, p, exits[s], v);
+          if (ok && m_plan.martingale_weak[s]) {
+            const martingale_run& r = em_martingale(grid, l, p);
+            z_ok = r.ok;
+            z = r.z;
+          }
         });
         if (!ok) {
           out[0] = out[1] = nan;
@@ -379,8 +398,8 @@ class convergence_kernel {
                                            : (v - v_ref).norm();
         if (!m_plan.has_weak[s])
           out[1] = 0.0;
-        else if (m_plan.schemes[s] == control_scheme && m_plan.martingale)
-          out[1] = m_cp.weak.f(v) - z;
+        else if (m_plan.martingale_weak[s])
+          out[1] = z_ok ? m_cp.weak.f(v) - z : nan;  // an EM control that failed: no sample
         else
           out[1] = m_cp.weak.f(v) - control;
       }
@@ -420,6 +439,31 @@ class convergence_kernel {
   }
 
  private:
+  /// The EM run at one level with its martingale control Z (once per path and level, shared by
+  /// EM's own series and the schemes coupled to it).
+  struct martingale_run {
+    bool done = false;
+    bool ok = false;
+    double z = 0.0;
+    long long exits = 0;
+    matrix v;
+  };
+
+  const martingale_run& em_martingale(const brownian_grid& grid, int l, long long p) {
+    martingale_run& r = m_martingale_runs[static_cast<std::size_t>(l)];
+    if (!r.done) {
+      const long long steps = 1LL << (m_plan.first_level + l);
+      martingale_observer<S> obs(m_sde, m_values, (1LL << (m_plan.levels - 1 - l)),
+                                 m_plan.span / static_cast<double>(steps), m_k);
+      r.exits = 0;
+      r.ok = run_scheme(std::get<control_stepper>(m_steppers), grid, m_plan.n_fine / steps, p,
+                        r.exits, r.v, obs);
+      r.z = obs.z();
+      r.done = true;
+    }
+    return r;
+  }
+
   /// A stepper of scheme St with the study's options: the Milstein derivative form for the schemes
   /// that take one, default-constructed otherwise.
   template <class St>
@@ -462,13 +506,15 @@ class convergence_kernel {
   builtin_schemes::tuple m_steppers;  ///< one stepper of each scheme, by type
   control_stepper m_em;    ///< the EM control on the fine grid (no pathwise solution)
   milstein<> m_reference;  ///< the fine-grid reference (derivative form automatic)
+  std::vector<martingale_run> m_martingale_runs;  ///< [level], this path's
+
 };
 
 }  // namespace detail
 
 /// Runs the study of `cp` (see the file comment) and returns one series per selected scheme and
-/// kind (strong first; none when only weak errors of schemes other than EM are asked for on a
-/// problem without a pathwise solution, see above). Throws ncsde::invalid_argument for bad options
+/// kind (strong first; none when only weak errors are asked for, of schemes that have no weak
+/// series on the problem, see above). Throws ncsde::invalid_argument for bad options
 /// (paths < 2, levels outside [3, 16], threads < 0, more than 2^24 fine steps, no scheme selected, a
 /// scheme name the registry does not list, a problem without exact solution and without
 /// euler_weak) and rethrows the error of the lowest-numbered failing path.
@@ -569,9 +615,8 @@ requires Sde<S> std::vector<convergence_series> run_convergence(const convergenc
           ? cp.euler_weak(h_control, plan.n_fine / plan.control_ratio) - cp.weak_exact
           : 0.0;
   std::vector<double> weak_offsets;
-  for (const std::size_t s : plan.schemes)
-    weak_offsets.push_back(s == detail::control_scheme && plan.martingale ? -cp.weak_exact
-                                                                          : control_offset);
+  for (std::size_t s = 0; s < plan.schemes.size(); ++s)
+    weak_offsets.push_back(plan.martingale_weak[s] ? -cp.weak_exact : control_offset);
   const std::string reference =
       plan.exact ? std::string("exact")
                  : fmt::format("milstein on the fine grid (dt/{})", cp.reference_ratio);

@@ -13,6 +13,8 @@
 /// validation/plots/convergence_plot.py (/usr/bin/python3 with matplotlib). --check: exit 1 when
 /// some order is outside its tolerance.
 
+#include <fmt/ranges.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -121,10 +123,15 @@ int run_convergence_command(const convergence_args& a) {
     all.insert(all.end(), rows.begin(), rows.end());
   }
   if (all.empty()) {
-    std::fprintf(
-        stderr,
-        "ncsde convergence: nothing to measure: weak errors of schemes other than em are measured "
-        "only on problems with a pathwise exact solution (gbm, hadamard, matrix-gbm)\n");
+    // Weak series without a pathwise solution: the schemes of the increments only (convergence.hpp).
+    std::vector<std::string> increments_only;
+    for (const scheme_descriptor& d : builtin_scheme_descriptors())
+      if (d.request.iterated == iterated_terms::none) increments_only.emplace_back(d.name);
+    std::fprintf(stderr,
+                 "ncsde convergence: nothing to measure: weak errors of schemes other than %s are "
+                 "measured only on problems with a pathwise exact solution (gbm, hadamard, "
+                 "matrix-gbm)\n",
+                 fmt::format("{}", fmt::join(increments_only, ", ")).c_str());
     return exit_usage;
   }
   if (!table) std::cout << convergence_json(all) << '\n';
