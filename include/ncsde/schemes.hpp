@@ -22,6 +22,7 @@
 #include "ncsde/stepper.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "ncsde/steppers/predictor_corrector.hpp"
 
 namespace ncsde {
 
@@ -87,7 +88,8 @@ constexpr bool distinct_names(const std::array<scheme_descriptor, N>& d) {
 }  // namespace detail
 
 /// The built-in schemes, in the order the convergence tables list them.
-using builtin_schemes = scheme_list<euler_maruyama<>, milstein<>, milstein_commutative<>>;
+using builtin_schemes =
+    scheme_list<euler_maruyama<>, milstein<>, milstein_commutative<>, predictor_corrector<>>;
 static_assert(detail::distinct_names(builtin_schemes::descriptors),
               "builtin_schemes: two schemes have the same name");
 

@@ -10,9 +10,9 @@ string(JSON count ERROR_VARIABLE json_error LENGTH "${out}")
 if(json_error)
   message(FATAL_ERROR "the output is not a JSON array: ${json_error}\n${out}")
 endif()
-# gbm: em, milstein, milstein-commutative, each strong and weak.
-if(NOT count EQUAL 6)
-  message(FATAL_ERROR "expected 6 series for gbm, got ${count}")
+# gbm: em, milstein, milstein-commutative, predictor-corrector, each strong and weak.
+if(NOT count EQUAL 8)
+  message(FATAL_ERROR "expected 8 series for gbm, got ${count}")
 endif()
 math(EXPR last "${count} - 1")
 foreach(i RANGE ${last})
@@ -33,6 +33,24 @@ foreach(i RANGE ${last})
      OR NOT order_type STREQUAL "NUMBER" OR NOT n_errors EQUAL n_dts OR n_errors LESS 5)
     message(FATAL_ERROR "series ${i} is malformed: problem=${problem} kind=${kind} paths=${paths} "
                         "order is ${order_type}, ${n_errors} errors for ${n_dts} step sizes")
+  endif()
+endforeach()
+
+# Every registry scheme is a --scheme choice and is listed by --list-schemes; the new
+# predictor-corrector has a weak series on a problem without a pathwise solution too (it couples to
+# EM's martingale control).
+run_ok(pc convergence --problem noncommutative --scheme predictor-corrector --paths 50 --levels 3
+       --format json)
+string(JSON pc_count LENGTH "${pc}")
+string(JSON pc_scheme GET "${pc}" 0 scheme)
+string(JSON pc_kind GET "${pc}" 1 kind)
+if(NOT pc_count EQUAL 2 OR NOT pc_scheme STREQUAL "predictor-corrector" OR NOT pc_kind STREQUAL "weak")
+  message(FATAL_ERROR "--scheme predictor-corrector: expected its strong and weak series, got\n${pc}")
+endif()
+run_ok(schemes convergence --list-schemes)
+foreach(name em milstein milstein-commutative predictor-corrector)
+  if(NOT schemes MATCHES "\n${name} ")
+    message(FATAL_ERROR "--list-schemes does not list ${name}:\n${schemes}")
   endif()
 endforeach()
 

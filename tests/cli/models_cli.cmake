@@ -160,6 +160,16 @@ expect_usage_error("--V: the coefficients overflow (are not finite) at V = '1e30
                    coefficients --model mlp --V "1e300,0\;0,1e300")
 expect_usage_error("--V: the coefficients overflow" coefficients --model transformer --V "1e200,0\;0,1" --format table)
 expect_usage_error("--model: foo not in" coefficients --model foo --V "1,0\;0,1")
+# Every registry scheme runs (the summary names it); an unknown one is refused.
+foreach(scheme milstein-commutative predictor-corrector)
+  run_ok(run simulate --model mlp --V0 "1,0.5\;0.5,1" --paths 20 --dt 0.05 --threads 1 --scheme ${scheme}
+         --format json)
+  string(JSON name GET "${run}" scheme)
+  if(NOT name STREQUAL scheme)
+    message(FATAL_ERROR "simulate --scheme ${scheme}: the summary says scheme '${name}'")
+  endif()
+endforeach()
+expect_usage_error("--scheme: rk4 not in" simulate --V0 "1,0\;0,1" --scheme rk4)
 expect_usage_error("--pd-policy: bogus not in" simulate --V0 "1,0\;0,1" --pd-policy bogus)
 expect_usage_error("--V0;'1,x';entries" simulate --V0 "1,x" --paths 2)
 expect_usage_error("--stop-level must be > 0 (inf: never stop) (got -2)" simulate --V0 "1,0\;0,1" --stop-level -2)
