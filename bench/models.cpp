@@ -1,9 +1,9 @@
 // Model-layer benchmarks (bench/README.md, items 1, 2 and 4; `bench/run` runs them all):
-//  - path_step/<scheme>/<noise>/<model>/m:<m>: the cost of one path step of integrate(),
-//    Euler–Maruyama ("em") or Milstein with Wiktorsson Lévy areas ("milstein"), with the structured
-//    O(m³) noise of covariance_sde or with the dense O(m⁶) factor of its covariance()
-//    (dense_covariance_noise); items/s = path-steps/s. Structured EM steps carry the operation
-//    count of the bound as counters.
+//  - path_step/<scheme>/<noise>/<model>/m:<m>: the cost of one path step of integrate() for every
+//    scheme of the registry (ncsde/schemes.hpp: "em", "milstein" with Wiktorsson Lévy areas, …),
+//    with the structured O(m³) noise of covariance_sde or with the dense O(m⁶) factor of its
+//    covariance() (dense_covariance_noise); items/s = path-steps/s. Structured EM steps carry the
+//    operation count of the bound as counters.
 //  - eigen/gemm, eigen/gemv, libm/acos: the single-core rates that the bound charges flops at.
 //  - ensemble/em/<model>/m:<m>/threads:<t>: run_ensemble throughput on 1 and 2 threads; the
 //    threads:1 runs are also ncsde's side of the numpy comparison (baselines/numpy_em.py reads
@@ -16,14 +16,15 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/models/shaped.hpp"
 #include "ncsde/noise.hpp"
+#include "ncsde/schemes.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
-#include "ncsde/steppers/milstein.hpp"
 
 namespace {
 
@@ -87,15 +88,19 @@ op_count em_step_count(model_id id, int m) {
   return c;
 }
 
-enum class scheme { em, milstein };
 enum class noise { structured, dense };
+
+/// A scheme that uses iterated integrals (the Milstein family) forms the k columns G_j of the noise
+/// map and a derivative term per column every step, O(k·cost(G)); one without (Euler–Maruyama,
+/// predictor–corrector) evaluates the noise map once.
+bool per_column(const scheme_descriptor& d) { return d.request.iterated != iterated_terms::none; }
 
 /// Largest m run for a scheme and noise: where one step would take ≳ 1 s the size is skipped (the
 /// README gives the extrapolation from the fitted exponent). Dense EM factors a K×K Σ per step,
 /// K = m(m+1)/2 (m = 64: K = 2080); Milstein evaluates the noise map at k supports per step and
 /// draws k×k iterated integrals (k = 2m² with attention: 8192 at m = 64, a 512 MB matrix).
-int size_cap(scheme s, noise n) {
-  if (s == scheme::em) return n == noise::structured ? 64 : (quick ? 16 : 32);
+int size_cap(const scheme_descriptor& s, noise n) {
+  if (!per_column(s)) return n == noise::structured ? 64 : (quick ? 16 : 32);
   return n == noise::structured ? (quick ? 8 : 16) : (quick ? 4 : 16);
 }
 
@@ -106,10 +111,10 @@ int size_cap(scheme s, noise n) {
 /// derivative-free correction [G(Ῡ_j) − G(V)]/√dt is O(1/√dt) and after a few steps the state
 /// leaves the region where Σ is positive semidefinite (noise.hpp: the adapter is a reference for
 /// EM). The cost of a step does not depend on the state, so one step from V₀ measures it.
-int path_steps(scheme s, noise n, int m) {
+int path_steps(const scheme_descriptor& s, noise n, int m) {
   int steps = 64;
   if (n == noise::dense) steps = m <= 4 ? 64 : m <= 8 ? 16 : m <= 16 ? 4 : 1;
-  if (s == scheme::milstein) steps = n == noise::dense ? 1 : m <= 4 ? 16 : m <= 8 ? 4 : 1;
+  if (per_column(s)) steps = n == noise::dense ? 1 : m <= 4 ? 16 : m <= 8 ? 4 : 1;
   if (quick) steps = std::max(1, steps / 4);
   return steps;
 }
@@ -143,42 +148,38 @@ void path_step(benchmark::State& state, const S& sde, int m, int steps) {
   state.counters["incomplete_paths"] = static_cast<double>(incomplete);
 }
 
+/// path_step/<scheme>/{structured,dense}/<model>/m:<m> for every registry scheme, in registry
+/// order; the structured EM steps also carry the bound's operation count.
 void register_path_steps() {
   for (const model_id id : all_models)
     for (const int m : sizes) {
       const std::string tail = std::string(model_name(id)) + "/m:" + std::to_string(m);
       const models::covariance_sde sde = make_sde(id);
       const dense_covariance_noise<models::covariance_sde> dense(sde);
-      if (m <= size_cap(scheme::em, noise::structured)) {
-        const int steps = path_steps(scheme::em, noise::structured, m);
-        const op_count c = em_step_count(id, m);
-        benchmark::RegisterBenchmark(("path_step/em/structured/" + tail).c_str(),
-                                     [=](benchmark::State& st) {
-                                       path_step<euler_maruyama<>>(st, sde, m, steps);
-                                       st.counters["normals"] = c.normals;
-                                       st.counters["gemm_flops"] = c.gemm_flops;
-                                       st.counters["elementwise_flops"] = c.elementwise_flops;
-                                       st.counters["acos"] = c.acos;
-                                     });
-      }
-      if (m <= size_cap(scheme::em, noise::dense)) {
-        const int steps = path_steps(scheme::em, noise::dense, m);
-        benchmark::RegisterBenchmark(
-            ("path_step/em/dense/" + tail).c_str(),
-            [=](benchmark::State& st) { path_step<euler_maruyama<>>(st, dense, m, steps); });
-      }
-      if (m <= size_cap(scheme::milstein, noise::structured)) {
-        const int steps = path_steps(scheme::milstein, noise::structured, m);
-        benchmark::RegisterBenchmark(
-            ("path_step/milstein/structured/" + tail).c_str(),
-            [=](benchmark::State& st) { path_step<milstein<>>(st, sde, m, steps); });
-      }
-      if (m <= size_cap(scheme::milstein, noise::dense)) {
-        const int steps = path_steps(scheme::milstein, noise::dense, m);
-        benchmark::RegisterBenchmark(
-            ("path_step/milstein/dense/" + tail).c_str(),
-            [=](benchmark::State& st) { path_step<milstein<>>(st, dense, m, steps); });
-      }
+      builtin_schemes::for_each([&]<class St>(std::type_identity<St>) {
+        constexpr scheme_descriptor d = describe<St>();
+        const std::string head = "path_step/" + std::string(d.name) + "/";
+        if (m <= size_cap(d, noise::structured)) {
+          const int steps = path_steps(d, noise::structured, m);
+          const op_count c = em_step_count(id, m);
+          benchmark::RegisterBenchmark((head + "structured/" + tail).c_str(),
+                                       [=](benchmark::State& st) {
+                                         path_step<St>(st, sde, m, steps);
+                                         if constexpr (std::is_same_v<St, euler_maruyama<>>) {
+                                           st.counters["normals"] = c.normals;
+                                           st.counters["gemm_flops"] = c.gemm_flops;
+                                           st.counters["elementwise_flops"] = c.elementwise_flops;
+                                           st.counters["acos"] = c.acos;
+                                         }
+                                       });
+        }
+        if (m <= size_cap(d, noise::dense)) {
+          const int steps = path_steps(d, noise::dense, m);
+          benchmark::RegisterBenchmark(
+              (head + "dense/" + tail).c_str(),
+              [=](benchmark::State& st) { path_step<St>(st, dense, m, steps); });
+        }
+      });
     }
 }
 

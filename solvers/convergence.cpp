@@ -15,32 +15,6 @@
 
 namespace ncsde {
 
-std::string_view to_string(convergence_scheme s) {
-  switch (s) {
-    case convergence_scheme::em:
-      return "em";
-    case convergence_scheme::milstein:
-      return "milstein";
-    case convergence_scheme::milstein_commutative:
-      return "milstein-commutative";
-  }
-  return "?";
-}
-
-convergence_scheme parse_convergence_scheme(std::string_view text, std::string_view param) {
-  for (const convergence_scheme s : all_convergence_schemes())
-    if (text == to_string(s)) return s;
-  throw invalid_argument(
-      fmt::format("{} must be one of em, milstein, milstein-commutative (got '{}')", param, text));
-}
-
-const std::vector<convergence_scheme>& all_convergence_schemes() {
-  static const std::vector<convergence_scheme> all{convergence_scheme::em,
-                                                   convergence_scheme::milstein,
-                                                   convergence_scheme::milstein_commutative};
-  return all;
-}
-
 std::string_view to_string(error_kind k) { return k == error_kind::strong ? "strong" : "weak"; }
 
 std::string_view to_string(noise_class c) {
@@ -52,21 +26,17 @@ std::string_view to_string(noise_class c) {
   return "?";
 }
 
-double expected_order(convergence_scheme s, error_kind k, noise_class noise) {
-  if (k == error_kind::weak) return 1.0;
-  switch (s) {
-    case convergence_scheme::em:
-      return noise == noise_class::additive ? 1.0 : 0.5;
-    case convergence_scheme::milstein:
-      return 1.0;
-    case convergence_scheme::milstein_commutative:
-      return noise == noise_class::general ? 0.5 : 1.0;
-  }
-  return std::numeric_limits<double>::quiet_NaN();
+double expected_order(const scheme_descriptor& scheme, error_kind k, noise_class noise) {
+  return k == error_kind::strong ? scheme.strong_order(noise) : scheme.weak_order(noise);
 }
 
-double expected_order(convergence_scheme s, error_kind k, bool commutative_noise) {
-  return expected_order(s, k, commutative_noise ? noise_class::commutative : noise_class::general);
+double expected_order(std::string_view scheme, error_kind k, noise_class noise) {
+  return expected_order(scheme_descriptor_of(scheme), k, noise);
+}
+
+double expected_order(std::string_view scheme, error_kind k, bool commutative_noise) {
+  return expected_order(scheme, k,
+                        commutative_noise ? noise_class::commutative : noise_class::general);
 }
 
 strong_error_measure component_error(int a, int b) {
@@ -126,9 +96,11 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
     throw_invalid_argument(where, "strong tolerance", opt.strong_tolerance, "> 0");
   if (!(opt.weak_tolerance > 0))
     throw_invalid_argument(where, "weak tolerance", opt.weak_tolerance, "> 0");
-  for (const convergence_scheme s : opt.schemes)
+  for (const std::string& name : opt.schemes) {
+    const std::size_t s = find_scheme(name, where + ": scheme");
     if (std::find(plan.schemes.begin(), plan.schemes.end(), s) == plan.schemes.end())
       plan.schemes.push_back(s);
+  }
   if (plan.schemes.empty()) throw_invalid(where, "no scheme selected");
   if (!opt.strong && !opt.weak) throw_invalid(where, "neither strong nor weak errors selected");
   plan.strong = opt.strong;
@@ -136,19 +108,25 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
   if (plan.weak && !has_weak_functional)
     throw_invalid(where, "weak errors need a weak functional f");
   plan.martingale = plan.weak && has_weak_value;
-  // Weak series: EM always, the Milstein schemes only against a pathwise exact solution. EM uses
-  // the martingale control when the problem has weak_value; every other weak series couples to the
-  // control Y, and those whose estimator then has O(dt) variance (strong order 1/2) get the
-  // extended paths.
-  for (const convergence_scheme s : plan.schemes)
-    plan.has_weak.push_back(plan.weak && (exact || s == convergence_scheme::em));
+  // Weak series: EM (the controls' scheme) always; when the problem has weak_value, EM uses the
+  // martingale control and the schemes of the increments only (as EM) couple to it, on every
+  // problem; every other scheme only against a pathwise exact solution. Every weak series without
+  // the martingale control couples to the control Y, and those whose estimator then has O(dt)
+  // variance (strong order < 1 on this noise) get the extended paths.
+  for (const std::size_t s : plan.schemes) {
+    const bool coupled = plan.martingale && builtin_schemes::descriptors[s].request.iterated ==
+                                                iterated_terms::none;
+    plan.has_weak.push_back(plan.weak && (exact || s == control_scheme || coupled));
+    plan.martingale_weak.push_back(plan.has_weak.back() && coupled);
+  }
   for (std::size_t s = 0; s < plan.schemes.size(); ++s) {
-    if (!plan.has_weak[s]) continue;
-    const bool em_martingale = plan.schemes[s] == convergence_scheme::em && plan.martingale;
-    if (!em_martingale) plan.control = true;
-    if (!em_martingale &&
-        expected_order(plan.schemes[s], error_kind::strong, noise) < 1.0)
+    if (!plan.has_weak[s] || plan.martingale_weak[s]) continue;
+    const scheme_descriptor& d = builtin_schemes::descriptors[plan.schemes[s]];
+    plan.control = true;
+    if (expected_order(d, error_kind::strong, noise) < 1.0) {
       plan.extended.push_back(static_cast<int>(s));
+      if (d.request.needs_iterated_integrals()) plan.extended_iterated = true;
+    }
   }
   if (plan.control && !exact && !has_euler_weak)
     throw_invalid(
@@ -173,12 +151,14 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
   plan.span = t_end - t0;
   if (!(plan.span > 0) || !std::isfinite(plan.span))
     throw_invalid_argument(where, "T - t0", plan.span, "> 0 and finite");
-  // Iterated integrals: for a Milstein scheme that runs (it has a series), and for the reference.
-  bool milstein_runs = false;
+  // Iterated integrals: for a scheme asking for them that runs (it has a series), and for the
+  // reference.
+  bool iterated_runs = false;
   for (std::size_t s = 0; s < plan.schemes.size(); ++s)
-    if (plan.schemes[s] == convergence_scheme::milstein && (plan.strong || plan.has_weak[s]))
-      milstein_runs = true;
-  plan.iterated = milstein_runs || (!exact && plan.strong);
+    if (builtin_schemes::descriptors[plan.schemes[s]].request.needs_iterated_integrals() &&
+        (plan.strong || plan.has_weak[s]))
+      iterated_runs = true;
+  plan.iterated = iterated_runs || (!exact && plan.strong);
   plan.seed = opt.seed;
   return plan;
 }
@@ -206,7 +186,7 @@ std::vector<convergence_series> summarize_convergence(
       const long long paths = extended_series ? plan.weak_paths : plan.paths;
       convergence_series r;
       r.problem = name;
-      r.scheme = plan.schemes[s];
+      r.scheme = std::string(builtin_schemes::descriptors[plan.schemes[s]].name);
       r.kind = kind;
       r.paths = paths;
       r.seed = plan.seed;
@@ -280,7 +260,7 @@ std::vector<convergence_series> summarize_convergence(
         r.fit.slope = r.fit.slope_stderr = r.fit.ci_low = r.fit.ci_high = r.fit.intercept = nan;
         r.fit.points = plan.levels;
       }
-      r.expected = expected_order(r.scheme, kind, noise);
+      r.expected = expected_order(builtin_schemes::descriptors[plan.schemes[s]], kind, noise);
       r.tolerance = kind == error_kind::strong ? opt.strong_tolerance : opt.weak_tolerance;
       r.pass = std::abs(r.fit.slope - r.expected) <= r.tolerance;
       out.push_back(std::move(r));
@@ -479,7 +459,7 @@ std::string convergence_json(const std::vector<convergence_series>& series, int 
   for (const convergence_series& s : series) {
     nlohmann::json o;
     o["problem"] = s.problem;
-    o["scheme"] = std::string(to_string(s.scheme));
+    o["scheme"] = s.scheme;
     o["kind"] = std::string(to_string(s.kind));
     o["order"] = number(s.fit.slope);
     o["stderr"] = number(s.fit.slope_stderr);
@@ -513,7 +493,7 @@ std::string convergence_table(const std::vector<convergence_series>& series) {
   for (const convergence_series& s : series) {
     out << fmt::format(
         "{:<18} {:<21} {:<6} {:>7.3f} {:>7.3f}  [{:>6.3f}, {:>6.3f}] {:>8.2f}  {}\n", s.problem,
-        to_string(s.scheme), to_string(s.kind), s.fit.slope, s.fit.slope_stderr, s.fit.ci_low,
+        s.scheme, to_string(s.kind), s.fit.slope, s.fit.slope_stderr, s.fit.ci_low,
         s.fit.ci_high, s.expected,
         s.pass ? "pass" : fmt::format("FAIL (|order - expected| > {})", s.tolerance));
   }

@@ -1,7 +1,9 @@
 #pragma once
 /// Measured convergence orders: strong and weak errors of the schemes over a ladder of step sizes
 /// dt_l = (T − t0)/2^l, l = first_level, …, first_level + levels − 1, on common Brownian paths, and
-/// the least-squares slopes of log error on log dt.
+/// the least-squares slopes of log error on log dt. The schemes are those of the registry
+/// (schemes.hpp), chosen by name; the orders they are checked against are the ones each stepper
+/// declares for the problem's noise class (stepper.hpp).
 ///
 /// Paths. Path p (stream (seed, p)) is sampled once on a fine grid (brownian_grid, with its
 /// iterated integrals when a scheme or the reference needs them); every step size reads its
@@ -30,12 +32,24 @@
 ///    (u(t_{n+1}, V_{n+1}) − E_n[u(t_{n+1}, V_{n+1})]) has mean zero for the implemented chain, and
 ///    the sample f(V_T) − Z is unbiased for E f(V_T^EM); it telescopes to u(t0, V0) + Σ_n (local
 ///    weak error of step n), so its relative variance is O(1) instead of O(1/dt).
-///  Weak series exist for EM on every problem, and for the Milstein schemes only on problems with a
-///  pathwise solution: against an EM control their O(dt) weak error would drown in the control's
-///  O(dt/control_ratio) variance at the fine levels, and no Milstein-type control has an exactly
-///  known mean. When EM has no martingale control, its weak series may use more paths (weak_paths):
-///  paths beyond `paths` run for it alone, without Lévy areas or the Milstein reference (a path's
-///  increments do not depend on whether its areas are drawn).
+///  - The same martingale control for another scheme X, on problems with weak_value: Z is a
+///    martingale of the EM chain driven by the same increments at the same step, so E Z = 0 and
+///    the sample f(X_dt) − Z_dt is unbiased for E f(X_dt) for any X; its variance is that of
+///    f(X_dt) − f(EM_dt) plus O(dt²), i.e. O(dt²) when X stays within O(dt) of EM on the path. The
+///    engine uses it for the schemes that, like EM, need the increments only (noise_request
+///    iterated_terms::none), whose difference to EM is a drift correction (the predictor–corrector:
+///    O(dt^{3/2}) a step, O(dt) at T); against a pathwise solution their O(dt) weak error would
+///    have O(dt) variance. A scheme for which that reasoning fails still gets an unbiased series,
+///    only a noisier one.
+///  Weak series exist for EM (the scheme of both controls, detail::control_stepper) on every
+///  problem, for the schemes coupled to its martingale control on every problem with weak_value,
+///  and for every other scheme only on problems with a pathwise solution: against an EM control the
+///  O(dt) weak error of a Milstein scheme would drown in the control's O(dt/control_ratio) variance
+///  at the fine levels, and no control of another scheme has an exactly known mean. A weak series whose estimator has O(dt) variance (a scheme of strong order
+///  < 1 on the problem's noise class, without the martingale control) may use more paths
+///  (weak_paths): paths beyond `paths` run for those series alone, without Lévy areas (unless such a
+///  scheme asks for them) or the Milstein reference (a path's increments do not depend on whether
+///  its areas are drawn).
 ///
 /// Fit: per level the mean error and its Monte Carlo standard error; the order is the slope of a
 /// weighted least-squares fit of log error on log dt (weights 1/σ², σ = stderr/error, the standard
@@ -60,7 +74,9 @@
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/integrate.hpp"
+#include "ncsde/schemes.hpp"
 #include "ncsde/statistics.hpp"
+#include "ncsde/stepper.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
 #include "ncsde/symmetric.hpp"
@@ -70,24 +86,19 @@ namespace ncsde {
 /// "general", "commutative", "additive".
 std::string_view to_string(noise_class c);
 
-enum class convergence_scheme { em, milstein, milstein_commutative };
-/// "em", "milstein", "milstein-commutative".
-std::string_view to_string(convergence_scheme s);
-/// Parses the names above; throws ncsde::invalid_argument naming `param` and the text.
-convergence_scheme parse_convergence_scheme(std::string_view text,
-                                            std::string_view param = "scheme");
-/// em, milstein, milstein_commutative.
-const std::vector<convergence_scheme>& all_convergence_schemes();
-
 enum class error_kind { strong, weak };
 /// "strong", "weak".
 std::string_view to_string(error_kind k);
 
-/// The order theory predicts: weak 1 for every scheme; strong: EM 1/2 (1 on additive noise),
-/// Milstein 1, Milstein without Lévy areas 1 on commutative or additive noise and 1/2 otherwise.
-double expected_order(convergence_scheme s, error_kind k, noise_class noise);
+/// The order theory predicts, as the scheme declares it (stepper.hpp): its strong or weak order on
+/// noise of class `noise`. E.g. weak 1 for every built-in scheme; strong: EM 1/2 (1 on additive
+/// noise), Milstein 1, Milstein without Lévy areas 1 on commutative or additive noise and 1/2
+/// otherwise.
+double expected_order(const scheme_descriptor& scheme, error_kind k, noise_class noise);
+/// The same for the registry's scheme called `scheme` (find_scheme's ncsde::invalid_argument).
+double expected_order(std::string_view scheme, error_kind k, noise_class noise);
 /// The same with the noise class general or, when commutative_noise, commutative.
-double expected_order(convergence_scheme s, error_kind k, bool commutative_noise);
+double expected_order(std::string_view scheme, error_kind k, bool commutative_noise);
 
 /// A strong error measure e(X_dt(T), X_ref(T)) ≥ 0 of a study, with the name it is reported under.
 struct strong_error_measure {
@@ -147,7 +158,9 @@ struct convergence_options {
   int threads = 0;       ///< 0: all hardware threads
   int levels = 0;        ///< 0: the problem's default; otherwise in [3, 16]
   int first_level = -1;  ///< coarsest dt = (T − t0)/2^first_level; −1: the problem's default
-  std::vector<convergence_scheme> schemes = all_convergence_schemes();
+  /// Names of registry schemes (schemes.hpp), every built-in one by default; an unknown name is an
+  /// ncsde::invalid_argument listing the known ones, a repeated one counts once.
+  std::vector<std::string> schemes = scheme_names();
   bool strong = true;
   bool weak = true;
   double strong_tolerance = 0.05;  ///< pass: |order − expected| ≤ tolerance
@@ -161,7 +174,7 @@ struct convergence_options {
 /// One error series: a scheme's strong or weak errors over the levels and the fitted order.
 struct convergence_series {
   std::string problem;
-  convergence_scheme scheme = convergence_scheme::em;
+  std::string scheme;  ///< the registry name, e.g. "em"
   error_kind kind = error_kind::strong;
   long long paths = 0;  ///< paths the errors of this series average over
   std::uint64_t seed = 0;
@@ -183,9 +196,15 @@ struct convergence_series {
 
 namespace detail {
 
+/// The scheme of the weak-error controls: the coupled control Y (no pathwise solution) and the
+/// martingale control (an EM step is affine in its increment) are Euler–Maruyama chains.
+using control_stepper = euler_maruyama<>;
+/// Its index in the registry.
+inline constexpr std::size_t control_scheme = builtin_schemes::index_of<control_stepper>;
+
 /// Checks options against a problem and resolves the defaults; throws ncsde::invalid_argument.
 struct convergence_plan {
-  std::vector<convergence_scheme> schemes;
+  std::vector<std::size_t> schemes;  ///< registry indices (builtin_schemes), in the order asked for
   std::vector<int> extended;  ///< indices into schemes of the weak series that use weak_paths
   int first_level = 0, levels = 0;
   long long paths = 0;          ///< paths of the full pass
@@ -193,6 +212,9 @@ struct convergence_plan {
   long long n_fine = 0;         ///< fine steps
   long long control_ratio = 1;  ///< fine steps per step of the EM control (no exact solution)
   std::vector<bool> has_weak;   ///< per scheme: a weak series is produced
+  /// Per scheme: its weak samples are f(V_dt) − Z with Z the EM martingale control on the same path
+  /// and step (EM itself, and the schemes coupled to it; see the file comment).
+  std::vector<bool> martingale_weak;
   double span = 0.0;            ///< T − t0
   bool exact = false;
   bool strong = true, weak = true;
@@ -200,10 +222,11 @@ struct convergence_plan {
       false;              ///< EM's weak error uses the martingale control (problem has weak_value)
   bool control = false;   ///< the full pass computes the control Y (some weak series couples to it)
   bool iterated = false;  ///< the grid carries iterated integrals
+  bool extended_iterated = false;  ///< the extended pass's grid carries them (a scheme there asks)
   int threads = 1;
   std::uint64_t seed = 0;
   milstein_derivative derivative = milstein_derivative::automatic;  ///< of the studied Milstein schemes
-  /// No series to produce (only weak errors of Milstein schemes asked for, without exact solution).
+  /// No series to produce (only weak errors asked for, of schemes that have none on this problem).
   bool empty() const {
     return !strong && std::find(has_weak.begin(), has_weak.end(), true) == has_weak.end();
   }
@@ -294,8 +317,10 @@ class convergence_kernel {
         m_plan(plan),
         m_values(values),
         m_sde(cp.prob.sde),
-        m_milstein(plan.derivative),
-        m_milstein_commutative(plan.derivative) {
+        m_steppers(builtin_schemes::make_tuple([&]<class St>(std::type_identity<St>) {
+          return configured<St>(plan.derivative);
+        })),
+        m_martingale_runs(static_cast<std::size_t>(plan.levels)) {
     m_options.policy = pd_policy::count;
     m_k = m_sde.noise_dimension(static_cast<int>(cp.prob.v0.rows()));
   }
@@ -309,6 +334,7 @@ class convergence_kernel {
     const brownian_grid grid(random_stream(m_plan.seed, static_cast<std::uint64_t>(p)), m_k,
                              m_plan.n_fine, h, m_plan.iterated);
     constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    for (martingale_run& r : m_martingale_runs) r.done = false;
     matrix v_ref;
     double control = 0.0;
     long long ignored = 0;
@@ -340,25 +366,26 @@ class convergence_kernel {
         }
         matrix v;
         bool ok = true;
-        double z = 0.0;  // martingale control (EM only)
-        switch (m_plan.schemes[s]) {
-          case convergence_scheme::em:
-            if (m_plan.martingale && m_plan.has_weak[s]) {
-              martingale_observer<S> obs(m_sde, m_values, (1LL << (m_plan.levels - 1 - l)),
-                                         m_plan.span / static_cast<double>(steps), m_k);
-              ok = run_scheme(m_em, grid, ratio, p, exits[s], v, obs);
-              z = obs.z();
-            } else {
-              ok = run_scheme(m_em, grid, ratio, p, exits[s], v);
+        bool z_ok = true;
+        double z = 0.0;  // the EM martingale control (martingale_weak schemes)
+        builtin_schemes::visit(m_plan.schemes[s], [&]<class St>(std::type_identity<St>) {
+          if constexpr (std::is_same_v<St, control_stepper>) {
+            if (m_plan.martingale_weak[s]) {
+              const martingale_run& r = em_martingale(grid, l, p);
+              ok = r.ok;
+              v = r.v;
+              z = r.z;
+              exits[s] += r.exits;
+              return;
             }
-            break;
-          case convergence_scheme::milstein:
-            ok = run_scheme(m_milstein, grid, ratio, p, exits[s], v);
-            break;
-          case convergence_scheme::milstein_commutative:
-            ok = run_scheme(m_milstein_commutative, grid, ratio, p, exits[s], v);
-            break;
-        }
+          }
+          ok = run_scheme(std::get<St>(m_steppers), grid, ratio, p, exits[s], v);
+          if (ok && m_plan.martingale_weak[s]) {
+            const martingale_run& r = em_martingale(grid, l, p);
+            z_ok = r.ok;
+            z = r.z;
+          }
+        });
         if (!ok) {
           out[0] = out[1] = nan;
           continue;
@@ -368,8 +395,8 @@ class convergence_kernel {
                                            : (v - v_ref).norm();
         if (!m_plan.has_weak[s])
           out[1] = 0.0;
-        else if (m_plan.schemes[s] == convergence_scheme::em && m_plan.martingale)
-          out[1] = m_cp.weak.f(v) - z;
+        else if (m_plan.martingale_weak[s])
+          out[1] = z_ok ? m_cp.weak.f(v) - z : nan;  // an EM control that failed: no sample
         else
           out[1] = m_cp.weak.f(v) - control;
       }
@@ -378,11 +405,11 @@ class convergence_kernel {
 
   /// Extended pass: weak values (without offset) of the extended schemes only,
   /// values[e·levels + level], and their cone exits exits[e], from a grid without iterated
-  /// integrals (none of them needs any). NaN for a run (or control) that does not reach T.
+  /// integrals unless one of them asks for them. NaN for a run (or control) that does not reach T.
   void run_extended(long long p, double* values, long long* exits) {
     const double h = m_plan.span / static_cast<double>(m_plan.n_fine);
     const brownian_grid grid(random_stream(m_plan.seed, static_cast<std::uint64_t>(p)), m_k,
-                             m_plan.n_fine, h, false);
+                             m_plan.n_fine, h, m_plan.extended_iterated);
     constexpr double nan = std::numeric_limits<double>::quiet_NaN();
     long long ignored = 0;
     double control = nan;
@@ -395,21 +422,55 @@ class convergence_kernel {
     }
     const int levels = m_plan.levels;
     for (std::size_t e = 0; e < m_plan.extended.size(); ++e) {
-      const convergence_scheme scheme =
-          m_plan.schemes[static_cast<std::size_t>(m_plan.extended[e])];
+      const std::size_t scheme = m_plan.schemes[static_cast<std::size_t>(m_plan.extended[e])];
       exits[e] = 0;
       for (int l = 0; l < levels; ++l) {
         const long long ratio = m_plan.n_fine / (1LL << (m_plan.first_level + l));
         matrix v;
-        const bool ok = scheme == convergence_scheme::em
-                            ? run_scheme(m_em, grid, ratio, p, exits[e], v)
-                            : run_scheme(m_milstein_commutative, grid, ratio, p, exits[e], v);
+        const bool ok = builtin_schemes::visit(scheme, [&]<class St>(std::type_identity<St>) {
+          return run_scheme(std::get<St>(m_steppers), grid, ratio, p, exits[e], v);
+        });
         values[static_cast<std::ptrdiff_t>(e) * levels + l] = ok ? m_cp.weak.f(v) - control : nan;
       }
     }
   }
 
  private:
+  /// The EM run at one level with its martingale control Z (once per path and level, shared by
+  /// EM's own series and the schemes coupled to it).
+  struct martingale_run {
+    bool done = false;
+    bool ok = false;
+    double z = 0.0;
+    long long exits = 0;
+    matrix v;
+  };
+
+  const martingale_run& em_martingale(const brownian_grid& grid, int l, long long p) {
+    martingale_run& r = m_martingale_runs[static_cast<std::size_t>(l)];
+    if (!r.done) {
+      const long long steps = 1LL << (m_plan.first_level + l);
+      martingale_observer<S> obs(m_sde, m_values, (1LL << (m_plan.levels - 1 - l)),
+                                 m_plan.span / static_cast<double>(steps), m_k);
+      r.exits = 0;
+      r.ok = run_scheme(std::get<control_stepper>(m_steppers), grid, m_plan.n_fine / steps, p,
+                        r.exits, r.v, obs);
+      r.z = obs.z();
+      r.done = true;
+    }
+    return r;
+  }
+
+  /// A stepper of scheme St with the study's options: the Milstein derivative form for the schemes
+  /// that take one, default-constructed otherwise.
+  template <class St>
+  static St configured(milstein_derivative derivative) {
+    if constexpr (std::is_constructible_v<St, milstein_derivative>)
+      return St(derivative);
+    else
+      return St{};
+  }
+
   template <class Stepper>
   bool run_scheme(Stepper& stepper, const brownian_grid& grid, long long ratio, long long p,
                   long long& exits, matrix& v) {
@@ -439,10 +500,11 @@ class convergence_kernel {
   S m_sde;
   int m_k = 0;
   integrate_options m_options;
-  euler_maruyama<> m_em;
-  milstein<> m_milstein;
-  milstein_commutative<> m_milstein_commutative;
+  builtin_schemes::tuple m_steppers;  ///< one stepper of each scheme, by type
+  control_stepper m_em;    ///< the EM control on the fine grid (no pathwise solution)
   milstein<> m_reference;  ///< the fine-grid reference (derivative form automatic)
+  std::vector<martingale_run> m_martingale_runs;  ///< [level], this path's
+
 };
 
 /// The executor's worker of run_convergence: path p writes only its own slots of the value arrays.
@@ -470,11 +532,11 @@ struct convergence_worker {
 }  // namespace detail
 
 /// Runs the study of `cp` (see the file comment) and returns one series per selected scheme and
-/// kind (strong first; none when only weak errors of Milstein schemes are asked for on a problem
-/// without a pathwise solution, see above). Throws ncsde::invalid_argument for bad options (paths <
-/// 2, levels outside [3, 16], threads < 0, more than 2^24 fine steps, no scheme selected, a problem
-/// without exact solution and without euler_weak) and rethrows the error of the lowest-numbered
-/// failing path.
+/// kind (strong first; none when only weak errors are asked for, of schemes that have no weak
+/// series on the problem, see above). Throws ncsde::invalid_argument for bad options
+/// (paths < 2, levels outside [3, 16], threads < 0, more than 2^24 fine steps, no scheme selected, a
+/// scheme name the registry does not list, a problem without exact solution and without
+/// euler_weak) and rethrows the error of the lowest-numbered failing path.
 template <class S>
 requires Sde<S> std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp,
                                                                 const convergence_options& opt) {
@@ -536,9 +598,8 @@ requires Sde<S> std::vector<convergence_series> run_convergence(const convergenc
           ? cp.euler_weak(h_control, plan.n_fine / plan.control_ratio) - cp.weak_exact
           : 0.0;
   std::vector<double> weak_offsets;
-  for (const convergence_scheme s : plan.schemes)
-    weak_offsets.push_back(s == convergence_scheme::em && plan.martingale ? -cp.weak_exact
-                                                                          : control_offset);
+  for (std::size_t s = 0; s < plan.schemes.size(); ++s)
+    weak_offsets.push_back(plan.martingale_weak[s] ? -cp.weak_exact : control_offset);
   const std::string reference =
       plan.exact ? std::string("exact")
                  : detail::format_message("milstein on the fine grid (dt/{})", cp.reference_ratio);

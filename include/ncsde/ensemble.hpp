@@ -289,7 +289,7 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
                                               range.first, range.last, opt.paths));
   integrate_options resolved;
   const State v0 = detail::validate_problem("run_ensemble", prob, iopt,
-                                            Stepper::needs_iterated_integrals, resolved);
+                                            Stepper::request.needs_iterated_integrals(), resolved);
   if constexpr (!BridgedNoiseSource<Source>)
     if (resolved.policy == pd_policy::refine)
       throw_invalid("run_ensemble", "pd policy 'refine' needs a noise source with a bridge split");
@@ -308,7 +308,7 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   run.paths = opt.paths;
   run.seed = opt.seed;
   run.threads = detail::resolve_threads(opt.threads);
-  run.scheme = Stepper::name;
+  run.scheme = std::string(Stepper::name);
   run.save_times = iopt.save_times;
   out.range = range;
   out.block_size = opt.block_size;

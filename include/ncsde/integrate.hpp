@@ -34,6 +34,7 @@
 #include "ncsde/noise_increment.hpp"
 #include "ncsde/psd.hpp"
 #include "ncsde/state_space.hpp"
+#include "ncsde/stepper.hpp"
 #include "ncsde/steppers/detail.hpp"
 #include "ncsde/symmetric.hpp"
 
@@ -172,8 +173,17 @@ void validate_source_dimension(std::string_view where, long long source_k, int k
 template <class Stepper, class S, class Source, class Observer, class State = matrix,
           class Public = State>
 class path_integrator {
+  static_assert(ncsde::Stepper<Stepper>,
+                "integrate: the stepper must declare what it is (the ncsde::Stepper concept, "
+                "ncsde/stepper.hpp)");
+  static_assert(!Stepper::request.bridge_splits || BridgedNoiseSource<Source>,
+                "integrate: this scheme splits steps by the Brownian bridge: the noise source must "
+                "be a BridgedNoiseSource (brownian.hpp)");
+
  public:
   static constexpr state_space space = state_space_of<S>;
+  /// The increments carry iterated integrals: the scheme's noise request says so.
+  static constexpr bool with_iterated = Stepper::request.needs_iterated_integrals();
 
   path_integrator(Stepper& stepper, const S& sde, Source& source, const integrate_options& opt,
                   long long path_index)
@@ -206,7 +216,7 @@ class path_integrator {
     for (long long i = 0; i < grid.steps; ++i) {
       const double t = grid.time(i);
       const double h = grid.step_size(i);
-      m_source.increment(static_cast<std::uint64_t>(i), h, Stepper::needs_iterated_integrals, m_inc);
+      m_source.increment(static_cast<std::uint64_t>(i), h, with_iterated, m_inc);
       const path_status st = advance(r, t, m_inc, static_cast<std::uint64_t>(i), 1, 0, i);
       r.steps = i + 1;
       r.t_stop = grid.time(i + 1);
@@ -328,7 +338,7 @@ class path_integrator {
       // refine_depth here), allocated with the engine so that references to them stay valid.
       noise_increment& left = m_halves[depth].first;
       noise_increment& right = m_halves[depth].second;
-      m_source.split(inc, step, node, Stepper::needs_iterated_integrals, left, right);
+      m_source.split(inc, step, node, with_iterated, left, right);
       const path_status first = advance(r, t, left, step, 2 * node, depth + 1, grid_step);
       if (first != path_status::completed) return first;
       return advance(r, t + left.dt, right, step, 2 * node + 1, depth + 1, grid_step);
@@ -517,7 +527,8 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
   validate_options(opt);
   integrate_options resolved;
   const State v0 =
-      detail::validate_problem("integrate", prob, opt, Stepper::needs_iterated_integrals, resolved);
+      detail::validate_problem("integrate", prob, opt, Stepper::request.needs_iterated_integrals(),
+                               resolved);
   const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
   const int k = prob.sde.noise_dimension(static_cast<int>(v0.rows()));
   stream_brownian source(random_stream(seed, path_index), k, opt.levy_area);
@@ -539,7 +550,8 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
   validate_options(opt);
   integrate_options resolved;
   const State v0 =
-      detail::validate_problem("integrate", prob, opt, Stepper::needs_iterated_integrals, resolved);
+      detail::validate_problem("integrate", prob, opt, Stepper::request.needs_iterated_integrals(),
+                               resolved);
   if constexpr (!BridgedNoiseSource<Source>)
     if (resolved.policy == pd_policy::refine)
       throw_invalid("integrate", "pd policy 'refine' needs a noise source with a bridge split");

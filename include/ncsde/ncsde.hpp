@@ -15,7 +15,7 @@
 #include "ncsde/noise_increment.hpp"
 #include "ncsde/psd.hpp"
 #include "ncsde/random.hpp"
+#include "ncsde/schemes.hpp"  // every built-in scheme (steppers/)
 #include "ncsde/statistics.hpp"
-#include "ncsde/steppers/euler_maruyama.hpp"
-#include "ncsde/steppers/milstein.hpp"
+#include "ncsde/stepper.hpp"
 #include "ncsde/symmetric.hpp"

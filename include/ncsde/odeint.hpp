@@ -49,6 +49,7 @@
 #include "ncsde/error.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/noise.hpp"
+#include "ncsde/stepper.hpp"
 #include "ncsde/steppers/detail.hpp"
 #include "ncsde/symmetric.hpp"
 
@@ -323,11 +324,16 @@ class odeint_stepper {
   using order_type = double;
   using stepper_category = boost::numeric::odeint::stepper_tag;
 
-  static constexpr double strong_order = Stepper::strong_order;
-  static constexpr double weak_order = Stepper::weak_order;
+  static_assert(ncsde::Stepper<Stepper>,
+                "odeint_stepper: the stepper must declare what it is (the ncsde::Stepper concept, "
+                "ncsde/stepper.hpp)");
 
-  /// The strong order of Stepper.
-  static constexpr order_type order() { return Stepper::strong_order; }
+  /// Stepper's orders on noise of class c (stepper.hpp).
+  static constexpr double strong_order(noise_class c) { return Stepper::strong_order(c); }
+  static constexpr double weak_order(noise_class c) { return Stepper::weak_order(c); }
+
+  /// The strong order of Stepper on the noise class S declares (general when it declares none).
+  static constexpr order_type order() { return Stepper::strong_order(declared_noise_class<S>()); }
 
   /// Steps 0, 1, … of the grid t0 + n·dt draw their increments from `source`.
   /// Throws ncsde::invalid_argument unless t0 is finite and dt > 0 is finite.
@@ -358,7 +364,7 @@ class odeint_stepper {
       throw_invalid_argument("odeint_stepper", "h", h, detail::format_message("in (0, dt] (dt = {})", m_dt));
     const bool full = h >= m_dt * (1 - 1e-9);
     const double length = full ? (m_t0 + static_cast<double>(n + 1) * m_dt) - t_n : h;
-    m_source->increment(n, length, Stepper::needs_iterated_integrals, m_inc);
+    m_source->increment(n, length, Stepper::request.needs_iterated_integrals(), m_inc);
     try {
       m_stepper.do_step(sde, v, t, m_inc);
     } catch (const detail::non_finite_coefficient& e) {

@@ -19,8 +19,8 @@ class ConvergenceCli(CliTestCase):
     def test_json_series(self):
         out = self.run_json("convergence", "--problem", "gbm", "--paths", "200", "--format", "json")
         self.assertIsInstance(out, list, "the output is not a JSON array")
-        # gbm: em, milstein, milstein-commutative, each strong and weak.
-        self.assertEqual(len(out), 6, "expected 6 series for gbm")
+        # gbm: em, milstein, milstein-commutative, predictor-corrector, each strong and weak.
+        self.assertEqual(len(out), 8, "expected 8 series for gbm")
         for i, series in enumerate(out):
             for field in FIELDS:
                 self.assertIn(field, series, f"series {i} has no field '{field}'")
@@ -31,6 +31,21 @@ class ConvergenceCli(CliTestCase):
                                 f"kind={series['kind']} paths={series['paths']} "
                                 f"order={series['order']!r}, {len(series['errors'])} errors for "
                                 f"{len(series['dts'])} step sizes")
+
+    def test_registry_schemes(self):
+        # Every registry scheme is a --scheme choice and is listed by --list-schemes; the
+        # predictor-corrector has a weak series on a problem without a pathwise solution too (it
+        # couples to EM's martingale control).
+        pc = self.run_json("convergence", "--problem", "noncommutative", "--scheme",
+                           "predictor-corrector", "--paths", "50", "--levels", "3", "--format",
+                           "json")
+        self.assertEqual(len(pc), 2, f"--scheme predictor-corrector: expected 2 series, got {pc}")
+        self.assertEqual(pc[0]["scheme"], "predictor-corrector")
+        self.assertEqual(pc[1]["kind"], "weak")
+        listing = self.run_ok("convergence", "--list-schemes")
+        for name in ("em", "milstein", "milstein-commutative", "predictor-corrector"):
+            self.assertIn("\n" + name + " ", "\n" + listing,
+                          f"--list-schemes does not list {name}:\n{listing}")
 
     def test_bad_command_lines(self):
         cases = [

@@ -154,6 +154,17 @@ class ModelsCli(CliTestCase):
             with self.subTest(args=args):
                 self.expect_usage_error(texts, *args)
 
+    def test_registry_schemes(self):
+        # Every registry scheme runs (the summary names it); an unknown one is refused.
+        for scheme in ("milstein-commutative", "predictor-corrector"):
+            with self.subTest(scheme=scheme):
+                out = self.run_json("simulate", "--model", "mlp", "--V0", "1,0.5;0.5,1", "--paths",
+                                    "20", "--dt", "0.05", "--threads", "1", "--scheme", scheme,
+                                    "--format", "json")
+                self.assertEqual(out["scheme"], scheme)
+        self.expect_usage_error("--scheme: rk4 not in", "simulate", "--V0", IDENTITY, "--scheme",
+                                "rk4")
+
     def test_many_rows_refused_at_the_first(self):
         # m separators are refused at row 1, not after asking for m² doubles (found by tests/fuzz:
         # "1" and 100000 ';' used to exit 1, out of memory, for want of 80 GB).

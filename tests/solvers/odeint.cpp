@@ -104,7 +104,9 @@ TEST_CASE("odeint: the odeint types and the adapter's stepper concept") {
   static_assert(std::is_same_v<adapter::deriv_type, matrix>);
   static_assert(std::is_same_v<adapter::time_type, double>);
   static_assert(std::is_same_v<adapter::value_type, double>);
-  static_assert(adapter::order() == 0.5);
+  static_assert(adapter::order() == 0.5);  // linear_sde declares no noise class: general
+  static_assert(adapter::strong_order(ncsde::noise_class::additive) == 1.0);
+  static_assert(adapter::weak_order(ncsde::noise_class::general) == 1.0);
   static_assert(ncsde::odeint_stepper<ncsde::milstein<>, linear_sde>::order() == 1.0);
   // The adapter cannot bind a temporary noise source, nor drift_system a temporary SDE.
   static_assert(!std::is_constructible_v<adapter, ncsde::stream_brownian&&, double, double>);

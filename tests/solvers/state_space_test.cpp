@@ -524,13 +524,13 @@ struct additive_ou {
 }  // namespace
 
 TEST_CASE("convergence engine: expected orders follow the noise class; a chosen strong measure") {
-  CHECK(ncsde::expected_order(ncsde::convergence_scheme::em, ncsde::error_kind::strong,
+  CHECK(ncsde::expected_order("em", ncsde::error_kind::strong,
                               ncsde::noise_class::additive) == 1.0);
-  CHECK(ncsde::expected_order(ncsde::convergence_scheme::em, ncsde::error_kind::strong,
+  CHECK(ncsde::expected_order("em", ncsde::error_kind::strong,
                               ncsde::noise_class::commutative) == 0.5);
-  CHECK(ncsde::expected_order(ncsde::convergence_scheme::milstein_commutative, ncsde::error_kind::strong,
+  CHECK(ncsde::expected_order("milstein-commutative", ncsde::error_kind::strong,
                               ncsde::noise_class::additive) == 1.0);
-  CHECK(ncsde::expected_order(ncsde::convergence_scheme::milstein_commutative, ncsde::error_kind::strong,
+  CHECK(ncsde::expected_order("milstein-commutative", ncsde::error_kind::strong,
                               ncsde::noise_class::general) == 0.5);
 
   // Euclidean additive OU with the fine-grid Milstein reference: EM's measured strong order is 1.
@@ -544,7 +544,7 @@ TEST_CASE("convergence engine: expected orders follow the noise class; a chosen 
   o.threads = 2;
   o.weak = false;
   o.progress = ncsde::progress_mode::off;
-  o.schemes = {ncsde::convergence_scheme::em};
+  o.schemes = {"em"};
   const auto rows = ncsde::run_convergence(cp, o);
   REQUIRE(rows.size() == 1);
   MESSAGE("additive OU, EM strong order ", rows[0].fit.slope, " ± ", rows[0].fit.slope_stderr);

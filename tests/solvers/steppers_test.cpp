@@ -3,12 +3,17 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
+#include "ncsde/integrate.hpp"
 #include "ncsde/levy_area.hpp"
 #include "ncsde/noise.hpp"
 #include "ncsde/psd.hpp"
+#include "ncsde/stepper.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "ncsde/steppers/predictor_corrector.hpp"
 #include "support/random_matrices.hpp"
 #include "support/simple_sdes.hpp"
 
@@ -67,18 +72,65 @@ static_assert(ncsde::Sde<ncsde::dense_covariance_noise<fixed_covariance>>);
 
 }  // namespace
 
-TEST_CASE("steppers: orders, names and needs") {
-  CHECK(ncsde::euler_maruyama<>::strong_order == 0.5);
-  CHECK(ncsde::euler_maruyama<>::weak_order == 1.0);
-  CHECK_FALSE(ncsde::euler_maruyama<>::needs_iterated_integrals);
-  CHECK(std::string(ncsde::euler_maruyama<>::name) == "em");
-  CHECK(ncsde::milstein<>::strong_order == 1.0);
-  CHECK(ncsde::milstein<>::needs_iterated_integrals);
-  CHECK(std::string(ncsde::milstein<>::name) == "milstein");
-  CHECK(ncsde::milstein_commutative<>::strong_order == 1.0);
-  CHECK_FALSE(ncsde::milstein_commutative<>::needs_iterated_integrals);
-  CHECK(std::string(ncsde::milstein_commutative<>::name) == "milstein-commutative");
+TEST_CASE("steppers: orders per noise class, names and noise requests") {
+  using ncsde::iterated_terms;
+  using ncsde::noise_class;
+  using em = ncsde::euler_maruyama<>;
+  using mil = ncsde::milstein<>;
+  using mc = ncsde::milstein_commutative<>;
+  static_assert(ncsde::Stepper<em> && ncsde::Stepper<mil> && ncsde::Stepper<mc>);
+  static_assert(ncsde::Stepper<ncsde::euler_maruyama<ncsde::square_matrix<2>>>);
+  static_assert(ncsde::StepperFor<em, support::quadratic_noise>);
+  CHECK(em::strong_order(noise_class::general) == 0.5);
+  CHECK(em::strong_order(noise_class::commutative) == 0.5);
+  CHECK(em::strong_order(noise_class::additive) == 1.0);
+  CHECK(em::weak_order(noise_class::general) == 1.0);
+  CHECK(em::request.iterated == iterated_terms::none);
+  CHECK_FALSE(em::request.needs_iterated_integrals());
+  CHECK_FALSE(em::request.bridge_splits);
+  CHECK_FALSE(em::preserves_cone);
+  CHECK(em::name == "em");
+  CHECK(mil::strong_order(noise_class::general) == 1.0);
+  CHECK(mil::request.iterated == iterated_terms::with_levy_areas);
+  CHECK(mil::request.needs_iterated_integrals());
+  CHECK(mil::name == "milstein");
+  CHECK(mc::strong_order(noise_class::general) == 0.5);
+  CHECK(mc::strong_order(noise_class::commutative) == 1.0);
+  CHECK(mc::strong_order(noise_class::additive) == 1.0);
+  // The symmetric part I + Iᵀ = ΔW ΔWᵀ − dt·I is formed from the increment: nothing asked of the
+  // source.
+  CHECK(mc::request.iterated == iterated_terms::symmetric_part_only);
+  CHECK_FALSE(mc::request.needs_iterated_integrals());
+  CHECK(mc::name == "milstein-commutative");
+  // The run-time descriptor carries the same declarations.
+  constexpr ncsde::scheme_descriptor d = ncsde::describe<mc>();
+  static_assert(d.strong_order(noise_class::general) == 0.5 && d.weak_order(noise_class::additive) == 1.0);
+  CHECK(d.name == "milstein-commutative");
+  CHECK(d.request == mc::request);
 }
+
+namespace {
+/// Declares everything but the noise request: not a Stepper.
+struct no_request {
+  static constexpr std::string_view name = "x";
+  static constexpr std::string_view description = "x";
+  static constexpr double strong_order(ncsde::noise_class) { return 1.0; }
+  static constexpr double weak_order(ncsde::noise_class) { return 1.0; }
+  static constexpr bool preserves_cone = false;
+};
+/// Orders that are not constant expressions: not a Stepper.
+struct runtime_orders : no_request {
+  static constexpr ncsde::noise_request request{};
+  static double strong_order(ncsde::noise_class) { return 1.0; }
+};
+/// Everything declared.
+struct declared : no_request {
+  static constexpr ncsde::noise_request request{};
+};
+static_assert(!ncsde::Stepper<no_request>);
+static_assert(!ncsde::Stepper<runtime_orders>);
+static_assert(ncsde::Stepper<declared>);
+}  // namespace
 
 TEST_CASE("euler_maruyama: one step is V + b(V) dt + Σ_l dW_l G_l(V)") {
   const int m = 3, k = 2;
@@ -102,6 +154,82 @@ TEST_CASE("euler_maruyama: one step is V + b(V) dt + Σ_l dW_l G_l(V)") {
   matrix w = v0;
   em.do_step(sde, w, 0.7, inc);
   CHECK(w == v);
+}
+
+TEST_CASE("predictor_corrector: V + ½(b(t+h, V̄) + b(t, V)) h + G(t, V) dW, V̄ the EM predictor") {
+  using pc = ncsde::predictor_corrector<>;
+  using ncsde::noise_class;
+  static_assert(ncsde::Stepper<pc>);
+  static_assert(ncsde::StepperFor<pc, support::quadratic_noise>);
+  CHECK(pc::name == "predictor-corrector");
+  CHECK(pc::strong_order(noise_class::general) == 0.5);
+  CHECK(pc::strong_order(noise_class::commutative) == 0.5);
+  CHECK(pc::strong_order(noise_class::additive) == 1.0);
+  for (const noise_class c : {noise_class::general, noise_class::commutative, noise_class::additive})
+    CHECK(pc::weak_order(c) == 1.0);
+  CHECK(pc::request == ncsde::noise_request{});  // the increments only, as EM
+  CHECK_FALSE(pc::preserves_cone);
+  // The fixed-size paths rebind it.
+  static_assert(std::is_same_v<ncsde::detail::stepper_for<pc, ncsde::square_matrix<2>>::type,
+                               ncsde::predictor_corrector<ncsde::square_matrix<2>>>);
+
+  const int m = 3, k = 2;
+  const support::quadratic_noise sde = make_quadratic(m, k, 0.5, 40);
+  const matrix v0 = support::random_spd(m, 41);
+  const double h = 0.04;
+  const noise_increment inc = scaled_increment(k, h, 42);
+  auto drift = [&](const matrix& v) {
+    return (sde.a * v + v * sde.a.transpose() + sde.c).eval();
+  };
+  matrix noise = matrix::Zero(m, m);
+  double noise_scale = 0.0;
+  for (int l = 0; l < k; ++l) {
+    const matrix g = v0 * sde.b[static_cast<std::size_t>(l)] * v0;
+    noise += inc.dw(l) * g;
+    noise_scale += std::abs(inc.dw(l)) * max_abs(g);
+  }
+  const matrix predicted = v0 + h * drift(v0) + noise;
+  const matrix expected = v0 + 0.5 * h * (drift(predicted) + drift(v0)) + noise;
+  matrix v = v0;
+  pc stepper;
+  stepper.do_step(sde, v, 0.7, inc);
+  // Both evaluations round a few times per entry, each ≤ ε·scale, scale the magnitudes involved
+  // (the drift at V̄ amplifies the predictor's rounding by ‖A‖ h ≤ 1); 16 is headroom.
+  const double scale = max_abs(v0) + h * (max_abs(drift(v0)) + max_abs(drift(predicted))) +
+                       noise_scale + max_abs(predicted);
+  CHECK(max_abs(v - expected) <= 16 * eps * scale);
+  // It differs from Euler–Maruyama by ½ h (b(V̄) − b(V)) only.
+  matrix w = v0;
+  ncsde::euler_maruyama<> em;
+  em.do_step(sde, w, 0.7, inc);
+  CHECK(max_abs((v - w) - 0.5 * h * (drift(predicted) - drift(v0))) <= 16 * eps * scale);
+}
+
+namespace {
+/// dX = t·X dt + σ dW on ℝ (1×1, euclidean): a drift that depends on time, to check that the
+/// corrector evaluates it at t + h.
+struct time_dependent_drift {
+  double sigma = 0.3;
+  int noise_dimension(int) const { return 1; }
+  void drift(const matrix& x, matrix& out, double t) const { out = t * x; }
+  void diffusion(const matrix& x, const vector& xi, matrix& out, double) const {
+    out = matrix::Constant(x.rows(), x.cols(), sigma * xi(0));
+  }
+};
+}  // namespace
+
+TEST_CASE("predictor_corrector: the predictor's drift is taken at t + h") {
+  const time_dependent_drift sde;
+  const double t = 0.5, h = 0.1, x = 1.2, dw = 0.07;
+  noise_increment inc;
+  inc.dt = h;
+  inc.dw = vector::Constant(1, dw);
+  matrix v = matrix::Constant(1, 1, x);
+  ncsde::predictor_corrector<> stepper;
+  stepper.do_step(sde, v, t, inc);
+  const double predicted = x + t * x * h + sde.sigma * dw;
+  const double expected = x + 0.5 * (t * x + (t + h) * predicted) * h + sde.sigma * dw;
+  CHECK(std::abs(v(0, 0) - expected) <= 8 * eps * 2.0);  // |terms| ≤ 2: a few roundings of each
 }
 
 TEST_CASE("milstein: scalar SDE equals the classical Milstein formula") {

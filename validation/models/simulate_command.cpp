@@ -2,11 +2,12 @@
 /// problem{covariance_sde, V0, T}).
 ///
 ///   ncsde simulate --V0 "..." [--model M] [model flags] [--T 1] [--dt 1e-3] [--paths 1000]
-///                  [--seed 1] [--threads 0] [--scheme em|milstein]
+///                  [--seed 1] [--threads 0] [--scheme em|NAME]
 ///                  [--pd-policy throw|count|project|refine] [--blowup-threshold 1e6]
 ///                  [--stop-level K]
 ///                  [--out FILE.csv] [--format table|json]
 ///
+/// --scheme takes any registry scheme (ncsde/schemes.hpp; `ncsde convergence --list-schemes`).
 /// The functionals summarised are every correlation ρ^{ab} (a < b, named rho<a><b>, 1-indexed) and
 /// every diagonal entry V^{aa} (named V<a><a>). Prints summary_table or summary_json; with --out
 /// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm), replacing FILE
@@ -28,8 +29,7 @@
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
-#include "ncsde/steppers/euler_maruyama.hpp"
-#include "ncsde/steppers/milstein.hpp"
+#include "ncsde/schemes.hpp"
 #include "ncsde/symmetric.hpp"
 #include "process.hpp"
 
@@ -118,9 +118,9 @@ int run_simulate_command(const simulate_args& a) {
   }
 
   const problem<models::covariance_sde> prob{*sde, *v0, a.t_end};
-  const ensemble_result r = a.scheme == "milstein"
-                                ? run_ensemble(milstein<>{}, prob, iopt, eopt)
-                                : run_ensemble(euler_maruyama<>{}, prob, iopt, eopt);
+  const ensemble_result r = builtin_schemes::visit(
+      find_scheme(a.scheme, "--scheme"),
+      [&]<class St>(std::type_identity<St>) { return run_ensemble(St{}, prob, iopt, eopt); });
 
   if (file) {
     write_csv(r, file->stream());
@@ -156,8 +156,8 @@ command simulate_command() {
         ->transform(decimal_integer)
         ->check(CLI::Range(0, 4096))
         ->capture_default_str();
-    sub.add_option("--scheme", a->scheme, "Scheme")
-        ->check(CLI::IsMember({"em", "milstein"}))
+    sub.add_option("--scheme", a->scheme, "Scheme (see ncsde convergence --list-schemes)")
+        ->check(CLI::IsMember(scheme_names()))
         ->capture_default_str();
     sub.add_option("--pd-policy", a->pd_policy,
                    "What a step leaving the positive-semidefinite cone does")

@@ -20,8 +20,7 @@
 #include "ncsde/integrate.hpp"
 #include "ncsde/models/coefficients.hpp"
 #include "ncsde/state_space.hpp"
-#include "ncsde/steppers/euler_maruyama.hpp"
-#include "ncsde/steppers/milstein.hpp"
+#include "ncsde/schemes.hpp"
 
 namespace ncsde::models {
 
@@ -142,8 +141,8 @@ static_assert(SdeWithCholeskyHint<covariance_sde> &&
 
 }  // namespace ncsde::models
 
-// Ensembles and paths of covariance_sde with the built-in schemes are compiled once, in the library
-// (lib/models/runs_*.cpp, every fixed size included): a program that runs them links them instead of
+// Ensembles and paths of covariance_sde with every built-in scheme (schemes.hpp) are compiled once,
+// in the library (lib/models/runs.cpp, every fixed size included): a program that runs them links them instead of
 // instantiating the engine for the four architectures' coefficients itself.
 // Used inside namespace ncsde: NCSDE_COVARIANCE_SDE_RUNS(extern, scheme) declares them,
 // NCSDE_COVARIANCE_SDE_RUNS(, scheme) defines them.
@@ -159,8 +158,8 @@ static_assert(SdeWithCholeskyHint<covariance_sde> &&
       Stepper&, const problem<models::covariance_sde, matrix>&, const integrate_options&,       \
       std::uint64_t, std::uint64_t, detail::null_observer);
 
+#define NCSDE_DETAIL_EXTERN_COVARIANCE_SDE_RUNS(Stepper) NCSDE_COVARIANCE_SDE_RUNS(extern, Stepper)
 namespace ncsde {
-NCSDE_COVARIANCE_SDE_RUNS(extern, euler_maruyama<>)
-NCSDE_COVARIANCE_SDE_RUNS(extern, milstein<>)
-NCSDE_COVARIANCE_SDE_RUNS(extern, milstein_commutative<>)
+NCSDE_FOR_EACH_BUILTIN_SCHEME(NCSDE_DETAIL_EXTERN_COVARIANCE_SDE_RUNS)
 }  // namespace ncsde
+#undef NCSDE_DETAIL_EXTERN_COVARIANCE_SDE_RUNS

@@ -2,8 +2,11 @@
 /// Euler–Maruyama:  V ← V + b(t, V) dt + G(t, V) dW.
 /// Orders: strong 1/2 (strong 1 when the noise is additive), weak 1. Any noise (commutative or not);
 /// needs only the step's increments, no iterated integrals. Cost: one drift and one noise evaluation.
+#include <string_view>
+
 #include "ncsde/concepts.hpp"
 #include "ncsde/noise_increment.hpp"
+#include "ncsde/stepper.hpp"
 #include "ncsde/steppers/detail.hpp"
 
 namespace ncsde {
@@ -11,10 +14,15 @@ namespace ncsde {
 template <class State = matrix>
 class euler_maruyama {
  public:
-  static constexpr double strong_order = 0.5;
-  static constexpr double weak_order = 1.0;
-  static constexpr bool needs_iterated_integrals = false;
-  static constexpr const char* name = "em";
+  static constexpr std::string_view name = "em";
+  static constexpr std::string_view description = "Euler-Maruyama: V + b dt + G dW";
+  /// 1/2, and 1 on additive noise (where EM is the Milstein scheme).
+  static constexpr double strong_order(noise_class c) {
+    return c == noise_class::additive ? 1.0 : 0.5;
+  }
+  static constexpr double weak_order(noise_class) { return 1.0; }
+  static constexpr noise_request request{};  ///< the increments only
+  static constexpr bool preserves_cone = false;
   /// The same scheme on another state type (integrate() and run_ensemble() step fixed-size states
   /// square_matrix<m> with it); the scheme has no parameters, so a default-constructed one is equal.
   template <class OtherState>

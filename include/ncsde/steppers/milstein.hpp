@@ -24,11 +24,13 @@
 /// O(k·cost(G)). For k = O(m²) structured noise that is O(m⁵): Milstein pays off for strong-error
 /// studies; for law-level (weak) work Euler–Maruyama is the cheaper scheme of the same weak order.
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/noise_increment.hpp"
+#include "ncsde/stepper.hpp"
 #include "ncsde/steppers/detail.hpp"
 
 namespace ncsde {
@@ -146,10 +148,13 @@ class milstein_base {
 template <class State = matrix>
 class milstein : public detail::milstein_base<State, false> {
  public:
-  static constexpr double strong_order = 1.0;
-  static constexpr double weak_order = 1.0;
-  static constexpr bool needs_iterated_integrals = true;
-  static constexpr const char* name = "milstein";
+  static constexpr std::string_view name = "milstein";
+  static constexpr std::string_view description =
+      "Milstein with iterated integrals (Wiktorsson Levy areas): any noise";
+  static constexpr double strong_order(noise_class) { return 1.0; }
+  static constexpr double weak_order(noise_class) { return 1.0; }
+  static constexpr noise_request request{iterated_terms::with_levy_areas};
+  static constexpr bool preserves_cone = false;
   /// The same scheme on another state type (see euler_maruyama::rebind_state).
   template <class OtherState>
   using rebind_state = milstein<OtherState>;
@@ -168,10 +173,17 @@ class milstein : public detail::milstein_base<State, false> {
 template <class State = matrix>
 class milstein_commutative : public detail::milstein_base<State, true> {
  public:
-  static constexpr double strong_order = 1.0;
-  static constexpr double weak_order = 1.0;
-  static constexpr bool needs_iterated_integrals = false;
-  static constexpr const char* name = "milstein-commutative";
+  static constexpr std::string_view name = "milstein-commutative";
+  static constexpr std::string_view description =
+      "Milstein without Levy areas: strong order 1 on commutative noise only";
+  /// 1 on commutative (and additive) noise; 1/2 on general noise, where the Lévy areas it drops
+  /// are a mean-zero O(dt) error per step.
+  static constexpr double strong_order(noise_class c) {
+    return c == noise_class::general ? 0.5 : 1.0;
+  }
+  static constexpr double weak_order(noise_class) { return 1.0; }
+  static constexpr noise_request request{iterated_terms::symmetric_part_only};
+  static constexpr bool preserves_cone = false;
   /// The same scheme on another state type (see euler_maruyama::rebind_state).
   template <class OtherState>
   using rebind_state = milstein_commutative<OtherState>;
