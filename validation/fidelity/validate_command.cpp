@@ -138,7 +138,8 @@ std::string parameter_summary(const model_flags& model) {
                        p.output_projection ? ", W^O" : "", p.causal ? ", causal" : "");
   }
   std::string out;
-  for (const auto& [name, value] : model.parameter_values().items())
+  const models::parameter_values values = model.parameter_values();
+  for (const auto& [name, value] : values.items())
     out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name,
                        std::visit([](const auto& x) { return fmt::format("{}", x); }, value));
   return out;
@@ -153,7 +154,8 @@ nlohmann::json parameter_json(const model_flags& model) {
             {"output_projection", p.output_projection}, {"causal", p.causal}};
   }
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, value] : model.parameter_values().items())
+  const models::parameter_values values = model.parameter_values();
+  for (const auto& [name, value] : values.items())
     std::visit([&, key = name](const auto& x) { j[key] = x; }, value);
   return j;
 }
