@@ -128,4 +128,7 @@ command sample_network_command();
 /// `ncsde rank-collapse`: unshaped vs shaped attention networks over depth (validation/networks/).
 command rank_collapse_command();
 
+/// `ncsde models`: the registered models, their parameters and samplers (validation/models/).
+command models_command();
+
 }  // namespace ncsde::cli

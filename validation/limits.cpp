@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "ncsde/ensemble.hpp"
@@ -32,10 +33,17 @@ struct layer_weights {
 };
 
 layer_weights literal_weights(const model_flags& model, int n, int n_k) {
-  const models::architecture arch = parse_architecture(model.model);
-  const models::shaped_params& p = model.params;
   const double nn = static_cast<double>(n);
   layer_weights w;
+  const std::optional<models::architecture> builtin = builtin_architecture(model.model);
+  if (!builtin) {
+    // A registered model outside the four architectures (shaped-tanh): one n×n weight matrix per
+    // layer, as a plain MLP's literal network draws.
+    w.shared = nn * nn;
+    return w;
+  }
+  const models::architecture arch = *builtin;
+  const models::shaped_params p = model.params();
   if (arch == models::architecture::mlp) w.shared += nn * nn;
   if (relu_branch(arch)) w.shared += 2.0 * nn * std::max(1.0, std::round(p.hidden_ratio * nn));
   if (attention(arch)) {
@@ -111,9 +119,10 @@ double network_layer_work(const model_flags& model, bool literal, int m, int n, 
     const layer_weights w = literal_weights(model, n, n_k);
     return w.per_head * w.heads + w.shared;
   }
-  const models::architecture arch = parse_architecture(model.model);
+  const std::optional<models::architecture> arch = builtin_architecture(model.model);
   const double nn = static_cast<double>(n);
-  const double hidden = relu_branch(arch) ? std::round(model.params.hidden_ratio * nn) : 0.0;
+  const double hidden =
+      arch && relu_branch(*arch) ? std::round(model.params().hidden_ratio * nn) : 0.0;
   return static_cast<double>(m) * m * (nn + hidden);
 }
 
@@ -152,7 +161,7 @@ void check_network_memory(const model_flags& model, const network_flags& net, bo
     const double per_thread = literal_weight_bytes(model, net.n, net.key_dimension());
     // The layer's activations (X, X W, the hidden layer): a few m×n and m×r·n matrices.
     const double activations =
-        8.0 * m * net.n * (6.0 + 2.0 * std::max(1.0, model.params.hidden_ratio));
+        8.0 * m * net.n * (6.0 + 2.0 * std::max(1.0, model.params().hidden_ratio));
     check_memory("--n", std::to_string(net.n), threads * (per_thread + activations),
                  fmt::format("the literal sampler's weight matrices, {} per thread × {:g} thread{}",
                              format_bytes(per_thread), threads, threads == 1 ? "" : "s"));

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       validate_command(),
       sample_network_command(),
       rank_collapse_command(),
+      models_command(),
   };
 
   CLI::App app{"ncsde: stochastic numerics for matrix-valued SDEs dV = b(t,V) dt + G(t,V) dW",

@@ -20,6 +20,7 @@
 
 #include <concepts>
 #include <string_view>
+#include <utility>
 
 namespace ncsde {
 
@@ -73,8 +74,27 @@ consteval noise_class declared_noise_class() {
 /// The m for which integrate() and run_ensemble() step compile-time-sized states square_matrix<m>
 /// (no heap storage, unrolled small kernels), provided the problem is an Sde<S, square_matrix<m>>
 /// and the stepper can be rebound to that state type; every other m runs on ncsde::matrix.
+/// The one list of these sizes: NCSDE_FIXED_SIZES(X) expands X(m) for each, for the places that
+/// need a literal per size (explicit instantiations); fixed_sizes is the same list as a type, for
+/// the places that expand a pack (visit_state_type, the models' per-size workspaces). Adding a size
+/// here adds it everywhere.
+#define NCSDE_FIXED_SIZES(X) X(2) X(3) X(4) X(8)
+#define NCSDE_DETAIL_FIXED_SIZE_ITEM(M) , M
+/// The fixed sizes m (square_matrix<m> states) as an integer sequence: 2, 3, 4, 8.
+using fixed_sizes = std::integer_sequence<int NCSDE_FIXED_SIZES(NCSDE_DETAIL_FIXED_SIZE_ITEM)>;
+#undef NCSDE_DETAIL_FIXED_SIZE_ITEM
+/// The fixed lengths d of ncsde::vector states (column_vector<d>): 1, 2, 3, 4.
+using fixed_vector_sizes = std::integer_sequence<int, 1, 2, 3, 4>;
+
+namespace detail {
+template <int M, int... Ms>
+constexpr bool in_sizes(std::integer_sequence<int, Ms...>) {
+  return ((M == Ms) || ...);
+}
+}  // namespace detail
+
 template <int M>
-inline constexpr bool is_fixed_size = M == 2 || M == 3 || M == 4 || M == 8;
+inline constexpr bool is_fixed_size = detail::in_sizes<M>(fixed_sizes{});
 
 /// S is an SDE on State:
 ///  - s.noise_dimension(rows) → k ≥ 1, the number of standard normals one increment needs;

@@ -398,61 +398,39 @@ inline constexpr bool has_fixed_path = (is_fixed_size<M> || M == 1) &&
                                        rebindable_stepper<Stepper, square_matrix<M>> &&
                                        Sde<S, square_matrix<M>>;
 
+/// visit_state_type's search of the sizes Ms... (fixed_sizes, fixed_vector_sizes) for n: f on
+/// Fixed<M> for the M equal to n where has_state_path holds, else f on Public.
+template <class Stepper, class S, class Public, template <int> class Fixed, int M, int... Ms,
+          class F>
+decltype(auto) visit_fixed_sizes(Eigen::Index n, F& f) {
+  if constexpr (has_state_path<Fixed<M>, Stepper, S>)
+    if (n == M) return f(std::type_identity<Fixed<M>>{});
+  if constexpr (sizeof...(Ms) == 0)
+    return f(std::type_identity<Public>{});
+  else
+    return visit_fixed_sizes<Stepper, S, Public, Fixed, Ms...>(n, f);
+}
+
+template <class Stepper, class S, class Public, template <int> class Fixed, class F, int... Ms>
+decltype(auto) visit_fixed_sizes(Eigen::Index n, F& f, std::integer_sequence<int, Ms...>) {
+  return visit_fixed_sizes<Stepper, S, Public, Fixed, Ms...>(n, f);
+}
+
 /// Calls f(std::type_identity<State>{}) with State the compile-time-sized counterpart of the
 /// problem's state type Public where one exists and has_state_path holds for it, else with Public,
-/// and returns what f returns. The fixed sizes: square ncsde::matrix states of m ∈ {1, 2, 3, 4, 8}
-/// (square_matrix<m>; is_fixed_size, plus the scalar m = 1), ncsde::vector states of d ∈ {1, 2, 3, 4}
+/// and returns what f returns. The fixed sizes: square ncsde::matrix states of m = 1 and m in
+/// fixed_sizes (square_matrix<m>; is_fixed_size), ncsde::vector states of d in fixed_vector_sizes
 /// (column_vector<d>).
 template <class Stepper, class S, class Public, class F>
 decltype(auto) visit_state_type(Eigen::Index rows, Eigen::Index cols, F&& f) {
   if constexpr (std::is_same_v<Public, matrix>) {
     if (rows == cols) {
-      switch (rows) {
-        case 1:
-          if constexpr (has_state_path<square_matrix<1>, Stepper, S>)
-            return f(std::type_identity<square_matrix<1>>{});
-          break;
-        case 2:
-          if constexpr (has_state_path<square_matrix<2>, Stepper, S>)
-            return f(std::type_identity<square_matrix<2>>{});
-          break;
-        case 3:
-          if constexpr (has_state_path<square_matrix<3>, Stepper, S>)
-            return f(std::type_identity<square_matrix<3>>{});
-          break;
-        case 4:
-          if constexpr (has_state_path<square_matrix<4>, Stepper, S>)
-            return f(std::type_identity<square_matrix<4>>{});
-          break;
-        case 8:
-          if constexpr (has_state_path<square_matrix<8>, Stepper, S>)
-            return f(std::type_identity<square_matrix<8>>{});
-          break;
-        default:
-          break;
-      }
+      if constexpr (has_state_path<square_matrix<1>, Stepper, S>)
+        if (rows == 1) return f(std::type_identity<square_matrix<1>>{});
+      return visit_fixed_sizes<Stepper, S, Public, square_matrix>(rows, f, fixed_sizes{});
     }
   } else if constexpr (std::is_same_v<Public, vector>) {
-    switch (rows) {
-      case 1:
-        if constexpr (has_state_path<column_vector<1>, Stepper, S>)
-          return f(std::type_identity<column_vector<1>>{});
-        break;
-      case 2:
-        if constexpr (has_state_path<column_vector<2>, Stepper, S>)
-          return f(std::type_identity<column_vector<2>>{});
-        break;
-      case 3:
-        if constexpr (has_state_path<column_vector<3>, Stepper, S>)
-          return f(std::type_identity<column_vector<3>>{});
-        break;
-      case 4:
-        if constexpr (has_state_path<column_vector<4>, Stepper, S>)
-          return f(std::type_identity<column_vector<4>>{});
-        break;
-      default:
-        break;
-    }
+    return visit_fixed_sizes<Stepper, S, Public, column_vector>(rows, f, fixed_vector_sizes{});
   }
   (void)cols;
   return f(std::type_identity<Public>{});

@@ -169,10 +169,7 @@ void covariance_sde::diffusion(const square_matrix<M>& v, const vector& xi, squa
                                              square_matrix<M>&, double) const;                   \
   template void covariance_sde::use_cholesky<M>(const square_matrix<M>&, const square_matrix<M>&) \
       const;
-NCSDE_SHAPED_FIXED(2)
-NCSDE_SHAPED_FIXED(3)
-NCSDE_SHAPED_FIXED(4)
-NCSDE_SHAPED_FIXED(8)
+NCSDE_FIXED_SIZES(NCSDE_SHAPED_FIXED)
 #undef NCSDE_SHAPED_FIXED
 
 void covariance_sde::covariance(const matrix& v, matrix& sigma, double /*t*/) const {

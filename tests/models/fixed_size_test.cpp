@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "ncsde/ensemble.hpp"
 #include "ncsde/integrate.hpp"
@@ -148,10 +149,9 @@ TEST_CASE("fixed-size path: chosen for m in {2, 3, 4, 8} when SDE and stepper su
 TEST_CASE("fixed-size coefficients equal the dynamic ones to a few ulp, every model, m = 2, 3, 4, 8") {
   double worst = 0.0;
   for (const model_case& c : model_cases) {
-    compare_coefficients<2>(c, worst);
-    compare_coefficients<3>(c, worst);
-    compare_coefficients<4>(c, worst);
-    compare_coefficients<8>(c, worst);
+    [&]<int... Ms>(std::integer_sequence<int, Ms...>) {
+      (compare_coefficients<Ms>(c, worst), ...);
+    }(ncsde::fixed_sizes{});
   }
   MESSAGE("largest fixed vs dynamic coefficient distance: ", worst, " ulps (normwise)");
 }

@@ -14,55 +14,22 @@
 #include "ncsde/concepts.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/integrate.hpp"
+#include "ncsde/models/stopped_sample.hpp"
 #include "ncsde/networks/sample.hpp"
 #include "ncsde/statistics.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 
 namespace ncsde::cli {
 
-/// What the SDE sampler needs.
-struct sde_sample_options {
-  double t_end = 1.0;
-  double dt = 1.0 / 1024;
-  std::vector<int> widths;            ///< grids k/n to monitor; 1/(n·dt) must be an integer
-  double stop_level = 5.0;            ///< K
-  double blowup_threshold = 1e6;
-  pd_policy policy = pd_policy::project;
-  long long paths = 1000;
-  std::uint64_t seed = 1;
-  int threads = 0;
-  int kept_paths = 0;                 ///< paths (0..kept_paths−1) whose V is kept at save_times
-  std::vector<double> save_times;
-};
-
-/// One sample of stopped processes: per path its status, and the upper triangle of V_{T∧τ}.
-struct stopped_sample {
-  std::vector<path_status> status;    ///< completed, stopped (level passed), blown_up
-  std::vector<vector> packed;         ///< V_{T∧τ} (non-finite entries when blown_up)
-  long long stopped() const;          ///< stopped + blown_up
-  double fraction() const;            ///< stopped()/size
-  double fraction_stderr() const;     ///< √(p(1 − p)/N)
-  /// f(V_{T∧τ}) per path; +inf for blown-up paths.
-  std::vector<double> values(const functional& f, int m) const;
-};
-
-struct sde_sample {
-  int m = 0;
-  std::vector<int> widths;
-  std::vector<stopped_sample> by_width;  ///< stopped at τ_n on the grid k/n, one per widths[i]
-  stopped_sample unstopped;              ///< V_T with blow-up (status blown_up) at 1e6
-  std::vector<std::vector<vector>> kept; ///< [path][save] packed V of the first kept_paths paths
-  pd_counters pd;
-  long long paths_with_violations = 0;
-  double seconds = 0.0;
-};
-
-/// Euler–Maruyama paths of `sde` (any ncsde::Sde), path p on stream (seed, p), so the result does
-/// not depend on the thread count. Throws ncsde::invalid_argument (naming "dt" and the width) when
-/// 1/(n·dt) is not an integer, or on a bad V₀/option.
-template <class S>
-  requires Sde<S>
-sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& opt);
+// The SDE side (sde_sample_options, stopped_sample, sde_sample, sample_sde) lives in the library,
+// ncsde/models/stopped_sample.hpp; these names keep the validation code as it was.
+using models::sample_sde;
+using models::sde_sample;
+using models::sde_sample_options;
+using models::stopped_sample;
+namespace detail {
+using models::detail::steps_per_layer;
+}  // namespace detail
 
 /// The network ensemble as a stopped sample (records' stopped values) and as an unstopped one
 /// (the V at the last depth; requires continue_after_stop).
@@ -102,4 +69,3 @@ double bonferroni(const std::vector<comparison>& c);
 
 }  // namespace ncsde::cli
 
-#include "fidelity/fidelity_impl.hpp"

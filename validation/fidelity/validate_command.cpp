@@ -35,6 +35,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "command.hpp"
@@ -76,6 +77,8 @@ struct validate_args {
   std::string format = "table";
   bool check = false;
   int kept_paths = 20;
+  const CLI::Option* sampler_option = nullptr;
+  bool sampler_given() const { return sampler_option != nullptr && sampler_option->count() > 0; }
 };
 
 /// The reference state V3 of docs/maths.md §9.1: diagonal (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7.
@@ -123,6 +126,38 @@ void write_values(std::ostream& out, const std::string& key, const stopped_sampl
       out << ',' << fmt::format("{:.17g}", s.packed[i](j));
     out << '\n';
   }
+}
+
+/// The model's parameters for the report's title: the four architectures as before (γ² = …, τ₀ =
+/// …, r = …, c₊ = …, c₋ = …, heads = …, W^O, causal), another model as name = value of each.
+std::string parameter_summary(const model_flags& model) {
+  if (builtin_architecture(model.model)) {
+    const models::shaped_params p = model.params();
+    return fmt::format("γ² = {}, τ₀ = {}, r = {}, c₊ = {}, c₋ = {}, heads = {}{}{}", p.gamma2,
+                       p.tau0, p.hidden_ratio, p.c_plus, p.c_minus, p.heads,
+                       p.output_projection ? ", W^O" : "", p.causal ? ", causal" : "");
+  }
+  std::string out;
+  const models::parameter_values values = model.parameter_values();
+  for (const auto& [name, value] : values.items())
+    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name,
+                       std::visit([](const auto& x) { return fmt::format("{}", x); }, value));
+  return out;
+}
+
+/// The model's parameters for the JSON report (the four architectures: the shaped_params fields).
+nlohmann::json parameter_json(const model_flags& model) {
+  if (builtin_architecture(model.model)) {
+    const models::shaped_params p = model.params();
+    return {{"gamma2", p.gamma2}, {"tau0", p.tau0}, {"hidden_ratio", p.hidden_ratio},
+            {"c_plus", p.c_plus}, {"c_minus", p.c_minus}, {"heads", p.heads},
+            {"output_projection", p.output_projection}, {"causal", p.causal}};
+  }
+  nlohmann::json j = nlohmann::json::object();
+  const models::parameter_values values = model.parameter_values();
+  for (const auto& [name, value] : values.items())
+    std::visit([&, key = name](const auto& x) { j[key] = x; }, value);
+  return j;
 }
 
 std::string format_p(double p) { return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p); }
@@ -176,7 +211,7 @@ std::string markdown(const validate_args& a, const std::vector<report_row>& rows
 }
 
 int run_validate(const validate_args& a) {
-  const std::optional<models::covariance_sde> sde = make_model(a.model);
+  const std::optional<models::model_instance> sde = make_model(a.model);
   if (!sde) return exit_usage;
   matrix v0 = reference_v3();
   if (!a.v0.empty()) {
@@ -205,11 +240,13 @@ int run_validate(const validate_args& a) {
   if (!(a.alpha > 0.0 && a.alpha < 1.0))
     throw_invalid_argument("validate", "alpha", a.alpha, "in (0, 1)");
 
-  const models::architecture arch = parse_architecture(a.model.model);
+  // The wrong SDEs are variants of the four architectures' covariance_sde (variants.hpp); another
+  // registered model has none, so its report has no power check.
+  const models::covariance_sde* shaped = sde->get<models::covariance_sde>();
   std::vector<sde_variant> variants;
   if (a.variants == "auto") {
-    if (sde->has_attention()) {
-      if (!a.model.params.causal) variants.push_back(sde_variant::vpv);
+    if (shaped != nullptr && shaped->has_attention()) {
+      if (!shaped->params().causal) variants.push_back(sde_variant::vpv);
       variants.push_back(sde_variant::no_attention);
     }
   } else if (a.variants != "none") {
@@ -220,17 +257,22 @@ int run_validate(const validate_args& a) {
     }
   }
   std::vector<variant_sde> wrong;
-  for (const sde_variant v : variants) wrong.emplace_back(*sde, v);  // validates applicability
+  if (!variants.empty() && shaped == nullptr)
+    throw_invalid_argument("validate", "variant", a.variants,
+                           fmt::format("none for model {} (the wrong SDEs are variants of the "
+                                       "attention architectures)",
+                                       a.model.model));
+  for (const sde_variant v : variants) wrong.emplace_back(*shaped, v);  // validates applicability
 
-  // Networks are built (and their parameters checked: heads | n, r·n integer, …) before any run.
-  std::vector<networks::literal_network> literal;
-  std::vector<networks::reduced_network> reduced;
+  // Networks are built (and their parameters checked: heads | n, r·n integer, …) before any run,
+  // with the model's sampler: --sampler, or the model's first when it has no reduced one.
+  const models::model_entry& entry = a.model.entry();
+  const std::string sampler = resolve_sampler(entry, a.sampler, a.sampler_given());
+  const models::parameter_values values = a.model.parameter_values();
+  std::vector<models::network_instance> samplers;
   for (const int n : widths) {
     const int n_k = a.n_k > 0 ? a.n_k : n;
-    if (a.sampler == "literal")
-      literal.emplace_back(arch, a.model.params, m, n, n_k);
-    else
-      reduced.emplace_back(arch, a.model.params, m, n, n_k);
+    samplers.push_back(entry.make_network(sampler, values, models::network_request{m, n, n_k}));
   }
 
   const int n_max = widths.back();
@@ -280,7 +322,7 @@ int run_validate(const validate_args& a) {
                  per_network * static_cast<double>(a.networks),
                  fmt::format("{:.0f} bytes per network: V at d and at the stop for {} widths",
                              per_network, widths.size()));
-    const bool literal_sampler = a.sampler == "literal";
+    const bool literal_sampler = sampler == "literal";
     for (const int n : widths)
       check_network_work(a.model, literal_sampler, m, n, a.n_k > 0 ? a.n_k : n, a.networks,
                          static_cast<int>(std::lround(a.t_end * n)));
@@ -317,13 +359,13 @@ int run_validate(const validate_args& a) {
 
   // 1. The SDE, one run monitored on every grid; 2. an independent run (noise floor).
   note(fmt::format("ncsde validate: SDE, {} paths, dt = {:g} …", a.paths, a.dt));
-  const sde_sample reference = sample_sde(*sde, v0, sopt);
+  const sde_sample reference = sde->sample_sde(v0, sopt);
   sde_sample_options floor_opt = sopt;
   floor_opt.seed = a.seed + 1;
   floor_opt.widths = {n_max};
   floor_opt.kept_paths = 0;
   note("ncsde validate: second SDE run (noise floor) …");
-  const sde_sample floor = sample_sde(*sde, v0, floor_opt);
+  const sde_sample floor = sde->sample_sde(v0, floor_opt);
 
   // 3. The networks at each width.
   std::vector<networks::network_ensemble> nets;
@@ -339,10 +381,9 @@ int run_validate(const validate_args& a) {
       throw_invalid_argument("validate", "T", a.t_end,
                              fmt::format("such that d = T·n >= 1 for n = {}", n));
     nopt.seed = a.seed + 100 + i;
-    note(fmt::format("ncsde validate: {} {} networks, n = d/T = {}, d = {} …", a.networks, a.sampler,
+    note(fmt::format("ncsde validate: {} {} networks, n = d/T = {}, d = {} …", a.networks, sampler,
                      n, d));
-    nets.push_back(a.sampler == "literal" ? networks::sample_networks(literal[i], v0, d, nopt)
-                                          : networks::sample_networks(reduced[i], v0, d, nopt));
+    nets.push_back(samplers[i].sample(v0, d, nopt));
   }
 
   // 4. The wrong variants, on the widest grid.
@@ -475,22 +516,18 @@ int run_validate(const validate_args& a) {
         return s;
       }()));
 
-  const models::shaped_params& p = a.model.params;
   const std::string header = fmt::format(
-      "## ncsde validate: {} (γ² = {}, τ₀ = {}, r = {}, c₊ = {}, c₋ = {}, heads = {}{}{}), m = {}, "
+      "## ncsde validate: {} ({}), m = {}, "
       "T = {}\n\nSDE: Euler–Maruyama, dt = {:g}, {} paths. Networks: {} sampler, n_k = {}, {} per "
       "width, d = T·n. Processes stopped at max_a V^aa > {} (the SDE on each network's grid k/n); "
       "the unstopped tail counts SDE blow-up as ≥ K″.\n",
-      a.model.model, p.gamma2, p.tau0, p.hidden_ratio, p.c_plus, p.c_minus, p.heads,
-      p.output_projection ? ", W^O" : "", p.causal ? ", causal" : "", m, a.t_end, a.dt, a.paths,
-      a.sampler, a.n_k > 0 ? std::to_string(a.n_k) : std::string("n"), a.networks, a.stop_level);
+      a.model.model, parameter_summary(a.model), m, a.t_end, a.dt, a.paths, sampler,
+      a.n_k > 0 ? std::to_string(a.n_k) : std::string("n"), a.networks, a.stop_level);
   const std::string md = markdown(a, rows, sde_row, header, critical, trend, verdicts);
 
   nlohmann::json j;
   j["model"] = a.model.model;
-  j["params"] = {{"gamma2", p.gamma2}, {"tau0", p.tau0}, {"hidden_ratio", p.hidden_ratio},
-                 {"c_plus", p.c_plus}, {"c_minus", p.c_minus}, {"heads", p.heads},
-                 {"output_projection", p.output_projection}, {"causal", p.causal}};
+  j["params"] = parameter_json(a.model);
   j["m"] = m;
   j["T"] = a.t_end;
   j["dt"] = a.dt;
@@ -566,9 +603,7 @@ int run_validate(const validate_args& a) {
         const int l = static_cast<int>(std::lround(static_cast<double>(d) * k / path_points));
         if (popt.depths.empty() || l > popt.depths.back()) popt.depths.push_back(l);
       }
-      const networks::network_ensemble e =
-          a.sampler == "literal" ? networks::sample_networks(literal.back(), v0, d, popt)
-                                 : networks::sample_networks(reduced.back(), v0, d, popt);
+      const networks::network_ensemble e = samplers.back().sample(v0, d, popt);
       for (std::size_t p = 0; p < e.records.size(); ++p)
         for (std::size_t k = 0; k < e.depths.size(); ++k) {
           f << fmt::format("network_n{},{},{:.17g}", n_max, p,
@@ -643,7 +678,7 @@ command validate_command() {
         ->transform(decimal_integer)
         ->check(CLI::Range(0, 1 << 30))
         ->capture_default_str();
-    sub.add_option("--sampler", a->sampler, "Finite-network sampler")
+    a->sampler_option = sub.add_option("--sampler", a->sampler, "Finite-network sampler")
         ->check(CLI::IsMember({"reduced", "literal"}))
         ->capture_default_str();
     sub.add_option("--variants", a->variants,

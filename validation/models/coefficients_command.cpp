@@ -108,10 +108,15 @@ void require_finite_coefficients(std::string_view text, const matrix& drift, con
 }
 
 int run_coefficients_command(const coefficients_args& a) {
-  const std::optional<models::covariance_sde> sde = make_model(a.model);
+  const std::optional<models::model_instance> sde = make_model(a.model);
   if (!sde) return exit_usage;
   const std::optional<matrix> v = read_state(a.v, "--V", true);
   if (!v) return exit_usage;
+  if (!sde->has_covariance()) {
+    std::fprintf(stderr, "ncsde: error: coefficients: model %s has no dense covariance Sigma\n",
+                 a.model.model.c_str());
+    return exit_usage;
+  }
   matrix drift, sigma;
   sde->drift(*v, drift, 0.0);
   sde->covariance(*v, sigma, 0.0);

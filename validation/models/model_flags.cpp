@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <string>
 #include <system_error>
-#include <variant>
 #include <vector>
 
 #include "command.hpp"
@@ -34,7 +33,7 @@ constexpr parameter_flag parameter_flags[] = {
     {"dt", "--dt"}, {"T", "--T"}, {"blowup_threshold", "--blowup-threshold"}, {"paths", "--paths"},
     // ncsde validate's (validate_command.cpp, variants.hpp).
     {"tail_level", "--tail-level"}, {"unstopped_tail_level", "--unstopped-tail-level"},
-    {"alpha", "--alpha"}, {"variant", "--variants"},
+    {"alpha", "--alpha"}, {"variant", "--variants"}, {"sampler", "--sampler"},
 };
 
 /// The flag of the parameter a "<where>: <param> must be ..." message names, or "" when none does.
@@ -46,6 +45,15 @@ std::string_view flag_of_message(std::string_view message) {
   const std::string_view param = rest.substr(0, space);
   for (const parameter_flag& p : parameter_flags)
     if (p.param == param) return p.flag;
+  // The parameters of the other registered models, by the names their messages give them.
+  static const std::vector<std::pair<std::string, std::string>> registered = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const models::parameter& p : models::registry().all_parameters())
+      out.emplace_back(p.field_name(), "--" + p.name);
+    return out;
+  }();
+  for (const auto& [field, flag] : registered)
+    if (field == param) return flag;
   return {};
 }
 
@@ -78,37 +86,82 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 }  // namespace
 
+model_flags::model_flags() {
+  for (const models::parameter& p : models::registry().all_parameters())
+    values.emplace(p.name, p.default_value);
+}
+
+const models::model_entry& model_flags::entry() const {
+  return models::registry().at(model, "ncsde");
+}
+
+models::parameter_values model_flags::parameter_values() const {
+  const models::model_entry& e = entry();
+  models::parameter_values out;
+  for (const auto& [name, option] : options)
+    if (e.find_parameter(name) == nullptr && option->count() > 0) {
+      std::string list;
+      for (const models::parameter& p : e.info.parameters)
+        list += (list.empty() ? "--" : ", --") + p.name;
+      throw_invalid("ncsde", fmt::format("--{} is not a parameter of {} (its parameters: {})", name,
+                                         model, list.empty() ? "none" : list));
+    }
+  for (const models::parameter& p : e.info.parameters) out.set(p.name, values.find(p.name)->second);
+  return out;
+}
+
+models::shaped_params model_flags::params() const {
+  models::parameter_values all;
+  for (const auto& [name, value] : values) all.set(name, value);
+  return models::shaped_params_of(all);
+}
+
 void add_model_flags(CLI::App& sub, model_flags& flags) {
-  models::shaped_params& p = flags.params;
   sub.add_option("--model", flags.model, "Architecture whose covariance SDE is used")
-      ->check(CLI::IsMember({"mlp", "resnet", "attention", "transformer"}))
+      ->check(CLI::IsMember(models::registry().names()))
       ->capture_default_str();
-  sub.add_option("--c-plus", p.c_plus, "c+, ReLU shaping (finite)")->capture_default_str();
-  sub.add_option("--c-minus", p.c_minus, "c-, ReLU shaping (finite)")->capture_default_str();
-  sub.add_option("--gamma2", p.gamma2, "gamma^2, residual branch weight, in [0, 1]")
-      ->capture_default_str();
-  sub.add_option("--tau0", p.tau0, "tau0, attention temperature, > 0")->capture_default_str();
-  sub.add_option("--hidden-ratio", p.hidden_ratio, "r, MLP hidden width ratio, > 0")
-      ->capture_default_str();
-  sub.add_option("--heads", p.heads, "n_h, attention heads, >= 1 (1 for mlp and resnet)")
-      ->transform(decimal_integer)
-      ->capture_default_str();
-  sub.add_flag("--output-projection", p.output_projection,
-               "Multi-head output projection W^O present (attention, transformer)");
-  sub.add_flag("--causal", p.causal, "Causal attention mask (attention, transformer)");
+  for (const models::parameter& p : models::registry().all_parameters()) {
+    models::parameter_value& target = flags.values.find(p.name)->second;
+    const std::string flag = "--" + p.name;
+    CLI::Option* option = nullptr;
+    switch (p.kind) {
+      case models::parameter_kind::real:
+        option = sub.add_option(flag, std::get<double>(target), p.help)->capture_default_str();
+        break;
+      case models::parameter_kind::integer:
+        option = sub.add_option(flag, std::get<int>(target), p.help)
+                     ->transform(decimal_integer)
+                     ->capture_default_str();
+        break;
+      case models::parameter_kind::flag:
+        option = sub.add_flag(flag, std::get<bool>(target), p.help);
+        break;
+      case models::parameter_kind::choice:
+        option = sub.add_option(flag, std::get<std::string>(target), p.help)
+                     ->check(CLI::IsMember(p.choices))
+                     ->capture_default_str();
+        break;
+    }
+    flags.options.emplace_back(p.name, option);
+  }
 }
 
 models::architecture parse_architecture(std::string_view text) {
+  if (const std::optional<models::architecture> arch = builtin_architecture(text)) return *arch;
+  throw_invalid_argument("ncsde", "--model", text, "one of mlp, resnet, attention, transformer");
+}
+
+std::optional<models::architecture> builtin_architecture(std::string_view text) {
   if (text == "mlp") return models::architecture::mlp;
   if (text == "resnet") return models::architecture::resnet;
   if (text == "attention") return models::architecture::attention;
   if (text == "transformer") return models::architecture::transformer;
-  throw_invalid_argument("ncsde", "--model", text, "one of mlp, resnet, attention, transformer");
+  return std::nullopt;
 }
 
-std::optional<models::covariance_sde> make_model(const model_flags& flags) {
+std::optional<models::model_instance> make_model(const model_flags& flags) {
   try {
-    return models::covariance_sde(parse_architecture(flags.model), flags.params);
+    return flags.entry().make(flags.parameter_values());
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return std::nullopt;
@@ -181,7 +234,7 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
       ->transform(decimal_integer)
       ->check(CLI::Range(1LL, 1'000'000'000LL))
       ->capture_default_str();
-  sub.add_option("--sampler", flags.sampler,
+  flags.sampler_option = sub.add_option("--sampler", flags.sampler,
                  "literal: explicit n×n weights (docs/maths.md §2); reduced: the exact-in-law V-chain "
                  "without weights (docs/maths.md §7), same law, O(m³ + m²·r·n) per layer")
       ->check(CLI::IsMember({"literal", "reduced"}))
@@ -206,17 +259,22 @@ networks::attention_form parse_attention_form(std::string_view text) {
   throw_invalid_argument("ncsde", "--attention", text, "one of shaped, unshaped");
 }
 
+std::string resolve_sampler(const models::model_entry& entry, const std::string& requested,
+                            bool given) {
+  if (given || entry.sampler(requested) != nullptr || entry.samplers.empty()) return requested;
+  return entry.samplers.front().name;
+}
+
+std::string network_flags::sampler_for(const models::model_entry& entry) const {
+  return resolve_sampler(entry, sampler, sampler_option != nullptr && sampler_option->count() > 0);
+}
+
 std::optional<any_network> make_network(const model_flags& model, const network_flags& net, int m,
                                         networks::attention_form form) {
   try {
-    const models::architecture arch = parse_architecture(model.model);
-    if (net.sampler == "literal")
-      return any_network(std::in_place_type<networks::literal_network>, arch, model.params, m,
-                         net.n, net.key_dimension(), form);
-    if (net.sampler == "reduced")
-      return any_network(std::in_place_type<networks::reduced_network>, arch, model.params, m,
-                         net.n, net.key_dimension(), form);
-    throw_invalid_argument("ncsde", "--sampler", net.sampler, "one of literal, reduced");
+    const models::model_entry& entry = model.entry();
+    return entry.make_network(net.sampler_for(entry), model.parameter_values(),
+                              models::network_request{m, net.n, net.key_dimension(), form});
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return std::nullopt;
@@ -235,8 +293,7 @@ std::optional<networks::network_ensemble> sample_any_network(const any_network& 
                                                              const matrix& v0, int d,
                                                              const networks::network_options& opt) {
   try {
-    return std::visit(
-        [&](const auto& sampler) { return networks::sample_networks(sampler, v0, d, opt); }, net);
+    return net.sample(v0, d, opt);
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return std::nullopt;

@@ -1,25 +1,32 @@
 #pragma once
-/// Command-line flags shared by the model-layer subcommands (`ncsde coefficients`,
-/// `ncsde simulate`): the architecture and the parameters of ncsde::models::shaped_params
-/// (docs/maths.md §10), plus the parser of matrices written on the command line.
+/// Command-line flags shared by the model-layer subcommands (`ncsde coefficients`, `simulate`,
+/// `validate`, `sample-network`, `rank-collapse`), generated from the model registry
+/// (ncsde/models/registry.hpp): --model NAME for every registered model, and one flag per
+/// parameter of any registered model, with the parameter's default and help, e.g. for the four
+/// architectures (ncsde::models::shaped_params, docs/maths.md §10)
 ///
-///   --model mlp|resnet|attention|transformer  --c-plus C  --c-minus C  --gamma2 G  --tau0 T
-///   --hidden-ratio R  --heads N  --output-projection  --causal
+///   --model mlp|resnet|attention|transformer|shaped-tanh  --c-plus C  --c-minus C  --gamma2 G
+///   --tau0 T  --hidden-ratio R  --heads N  --output-projection  --causal   (shaped-tanh: --a, --activation)
 ///
-/// Defaults are those of shaped_params. Parameter domains are checked once, by the model's
-/// constructor; its ncsde::invalid_argument is reported as "ncsde: error: <message> (flag --name)"
-/// with exit code 2 (cli::exit_usage).
+/// plus the parser of matrices written on the command line. A parameter flag the chosen model does
+/// not take is refused, naming the model's parameters. Parameter domains are checked once, by the
+/// model's constructor; its ncsde::invalid_argument is reported as "ncsde: error: <message> (flag
+/// --name)" with exit code 2 (cli::exit_usage).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <utility>
 #include <vector>
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/models/registry.hpp"
 #include "ncsde/models/shaped.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
@@ -30,7 +37,22 @@ namespace ncsde::cli {
 /// The values of the model flags after parsing.
 struct model_flags {
   std::string model = "mlp";
-  models::shaped_params params;
+  /// The value of every registered model's parameter, by flag name (the flags' targets: a node
+  /// of the map does not move), at the parameter's default until parsed.
+  std::map<std::string, models::parameter_value, std::less<>> values;
+  /// The parameter flags, to tell the given ones (set by add_model_flags).
+  std::vector<std::pair<std::string, const CLI::Option*>> options;
+
+  model_flags();
+  /// The registry entry of `model`; throws ncsde::invalid_argument naming --model and the
+  /// registered models.
+  const models::model_entry& entry() const;
+  /// The values of the parameters `model` takes. Throws ncsde::invalid_argument when a parameter
+  /// flag the model does not take was given ("--gamma2 is not a parameter of shaped-tanh (its
+  /// parameters: --a, --activation)").
+  models::parameter_values parameter_values() const;
+  /// The shaped_params of the four architectures' flags (their defaults for another model).
+  models::shaped_params params() const;
 };
 
 /// Adds --model and the parameter flags to `sub`, writing into `flags` (which must outlive the
@@ -40,9 +62,13 @@ void add_model_flags(CLI::App& sub, model_flags& flags);
 /// Parses "mlp", "resnet", "attention", "transformer"; throws ncsde::invalid_argument naming --model.
 models::architecture parse_architecture(std::string_view text);
 
-/// Builds the covariance SDE of the flags. On a bad parameter prints "ncsde: error: <message>
-/// (flag --<name>)" to stderr and returns std::nullopt (the caller exits with cli::exit_usage).
-std::optional<models::covariance_sde> make_model(const model_flags& flags);
+/// The architecture of a built-in model name, or std::nullopt for any other registered model.
+std::optional<models::architecture> builtin_architecture(std::string_view text);
+
+/// Builds the model of the flags (registry entry, parameter values). On a bad parameter prints
+/// "ncsde: error: <message> (flag --<name>)" to stderr and returns std::nullopt (the caller exits
+/// with cli::exit_usage).
+std::optional<models::model_instance> make_model(const model_flags& flags);
 
 /// Parses a matrix written row by row: rows separated by ';', entries by ',', blanks around numbers
 /// allowed, e.g. "1, 0.5; 0.5, 1". Every entry must be a complete finite decimal number and every row
@@ -65,8 +91,12 @@ struct network_flags {
   std::string sampler = "reduced";
   std::uint64_t seed = 1;
   int threads = 0;
+  const CLI::Option* sampler_option = nullptr;  ///< set by add_network_flags
   /// n_k as used: the --nk value, or n when it was not given.
   int key_dimension() const { return n_k > 0 ? n_k : n; }
+  /// The sampler as used for `entry`: --sampler, or, when the flag was not given and the model
+  /// has no sampler of the default's name, the model's first sampler (shaped-tanh: literal).
+  std::string sampler_for(const models::model_entry& entry) const;
 };
 
 /// Adds --n, --d, --nk, --networks, --sampler (literal|reduced), --seed and --threads to `sub`,
@@ -82,13 +112,21 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size);
 CLI::Option* add_integer_list(CLI::App& sub, const std::string& name, std::vector<int>& values,
                               const std::string& description);
 
-/// A finite-network sampler of either kind (docs/maths.md §2 literal weights, §7 reduced in law).
-using any_network = std::variant<networks::literal_network, networks::reduced_network>;
+
+/// A finite-network sampler of any kind and model (docs/maths.md §2 literal weights, §7 reduced in
+/// law, or a registered model's own), behind the registry's type-erased handle.
+using any_network = models::network_instance;
+
+/// The sampler a model uses when the --sampler flag was not given: `requested` when the model
+/// has it, else its first sampler. (A given flag is used as given.)
+std::string resolve_sampler(const models::model_entry& entry, const std::string& requested,
+                            bool given);
 
 /// Parses "shaped", "unshaped"; throws ncsde::invalid_argument naming --attention.
 networks::attention_form parse_attention_form(std::string_view text);
 
-/// Builds the sampler of the flags for m tokens with attention form `form`. On a bad parameter
+/// Builds the sampler of the flags (network_flags::sampler_for) for m tokens with attention form
+/// `form`. On a bad parameter
 /// (n < m, heads not dividing n, r·n not an integer, unshaped attention without attention, or any
 /// model-parameter rule) prints the library's message with its flag (report_invalid_argument) and
 /// returns std::nullopt (the caller exits with cli::exit_usage).

@@ -1,5 +1,5 @@
-/// `ncsde simulate`: an ensemble of paths of a model's covariance SDE (ncsde::run_ensemble on
-/// problem{covariance_sde, V0, T}).
+/// `ncsde simulate`: an ensemble of paths of a registered model's covariance SDE (ncsde::run_ensemble
+/// on problem{the model's SDE, V0, T}, through models::model_instance::run_ensemble).
 ///
 ///   ncsde simulate --V0 "..." [--model M] [model flags] [--T 1] [--dt 1e-3] [--paths 1000]
 ///                  [--seed 1] [--threads 0] [--scheme em|NAME]
@@ -53,7 +53,7 @@ struct simulate_args {
 };
 
 int run_simulate_command(const simulate_args& a) {
-  const std::optional<models::covariance_sde> sde = make_model(a.model);
+  const std::optional<models::model_instance> sde = make_model(a.model);
   if (!sde) return exit_usage;
   const std::optional<matrix> v0 = read_state(a.v0, "--V0", true);
   if (!v0) return exit_usage;
@@ -117,10 +117,8 @@ int run_simulate_command(const simulate_args& a) {
     if (!file->ok()) return exit_usage;
   }
 
-  const problem<models::covariance_sde> prob{*sde, *v0, a.t_end};
-  const ensemble_result r = builtin_schemes::visit(
-      find_scheme(a.scheme, "--scheme"),
-      [&]<class St>(std::type_identity<St>) { return run_ensemble(St{}, prob, iopt, eopt); });
+  // run_ensemble on the model's concrete SDE type (the registry entry instantiates it per scheme).
+  const ensemble_result r = sde->run_ensemble(a.scheme, *v0, a.t_end, iopt, eopt);
 
   if (file) {
     write_csv(r, file->stream());

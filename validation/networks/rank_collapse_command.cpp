@@ -161,7 +161,7 @@ void write_rank_collapse_csv(const networks::network_ensemble& unshaped,
 }
 
 int run_rank_collapse_command(const rank_collapse_args& a) {
-  const models::architecture arch = parse_architecture(a.model.model);
+  const std::optional<models::architecture> arch = builtin_architecture(a.model.model);
   if (arch != models::architecture::attention && arch != models::architecture::transformer) {
     std::fprintf(stderr,
                  "ncsde: error: rank-collapse: --model must be attention or transformer (the "
@@ -222,7 +222,7 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
   const std::vector<depth_summary> u = summarise(unshaped);
   const std::vector<depth_summary> s = summarise(shaped);
 
-  const models::shaped_params& p = a.model.params;
+  const models::shaped_params p = a.model.params();
   std::cout << fmt::format(
       "rank collapse: {} networks, {} sampler, m = {}, n = {}, d = {} (T = {:g}), n_k = {}, "
       "gamma2 = {:g}, tau0 = {:g}, heads = {}, {} networks per form, seed {}\n",

@@ -226,7 +226,7 @@ int run_sample_network_command(const sample_network_args& a) {
   // The run's size is checked too (limits.hpp).
   try {
     (void)networks::detail::resolve_depths(opt, a.net.d);
-    const bool literal = a.net.sampler == "literal";
+    const bool literal = a.net.sampler_for(a.model.entry()) == "literal";
     check_network_work(a.model, literal, m, a.net.n, a.net.key_dimension(), a.net.networks,
                        a.net.d);
     // Per network besides its record: the summary's values of one functional (at d, completed,
@@ -268,7 +268,8 @@ int run_sample_network_command(const sample_network_args& a) {
     write_csv(as_paths(e), file->stream());
     if (!file->commit()) return exit_failure;
   }
-  const run_description d{a.model.model, a.net.sampler, a.attention, a.net.key_dimension()};
+  const run_description d{a.model.model, a.net.sampler_for(a.model.entry()), a.attention,
+                          a.net.key_dimension()};
   std::cout << (a.format == "json" ? network_summary_json(e, d, terminal, fq) + "\n"
                                    : network_summary_table(e, d, terminal, fq));
   return exit_ok;

@@ -14,6 +14,7 @@
 /// with G = the first m² entries of ξ (column-major) and Z the next m² (attention types only).
 #include <cstdint>
 #include <tuple>
+#include <utility>
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/ensemble.hpp"
@@ -87,7 +88,7 @@ class covariance_sde {
   void drift(const matrix& v, matrix& out, double t) const;
   /// out = √k_lin N_lin + √k_att N_att|causal, with G, Z read from xi (size noise_dimension(m)).
   void diffusion(const matrix& v, const vector& xi, matrix& out, double t) const;
-  /// drift on compile-time-sized states (m = M ∈ {2, 3, 4, 8}): the same formulas, results equal
+  /// drift on compile-time-sized states (m = M in ncsde::fixed_sizes): the same formulas, results equal
   /// to the dynamic ones up to the summation order of Eigen's fixed-size kernels (a few ulp), so
   /// that the covariance SDE is an Sde<covariance_sde, square_matrix<M>>.
   template <int M>
@@ -125,15 +126,21 @@ class covariance_sde {
     return std::get<shaped_workspace<M>>(m_workspaces);
   }
 
+  // One workspace per fixed size (ncsde::fixed_sizes) and one dynamic.
+  template <class Sizes>
+  struct workspaces;
+  template <int... Ms>
+  struct workspaces<std::integer_sequence<int, Ms...>> {
+    using type = std::tuple<shaped_workspace<Ms>..., shaped_workspace<Eigen::Dynamic>>;
+  };
   // Each ensemble thread copies the SDE, so each has its own workspaces.
-  mutable std::tuple<shaped_workspace<2>, shaped_workspace<3>, shaped_workspace<4>,
-                     shaped_workspace<8>, shaped_workspace<Eigen::Dynamic>>
-      m_workspaces;
+  mutable typename workspaces<fixed_sizes>::type m_workspaces;
 };
 
 static_assert(Sde<covariance_sde>);
-static_assert(Sde<covariance_sde, square_matrix<2>> && Sde<covariance_sde, square_matrix<3>> &&
-              Sde<covariance_sde, square_matrix<4>> && Sde<covariance_sde, square_matrix<8>>);
+static_assert([]<int... Ms>(std::integer_sequence<int, Ms...>) {
+  return (Sde<covariance_sde, square_matrix<Ms>> && ...);
+}(fixed_sizes{}));
 static_assert(!Sde<covariance_sde, square_matrix<5>>);
 static_assert(CovarianceSde<covariance_sde>);
 static_assert(SdeWithCholeskyHint<covariance_sde> &&

@@ -1,0 +1,220 @@
+#pragma once
+/// Stopped samples of an SDE monitored on network grids (docs/maths.md §8.1, §9.5): the SDE side of
+/// `ncsde validate`, here so that a model registry entry (models/registry.hpp) can sample its own
+/// concrete SDE type.
+///
+/// Every path is stopped at τ = the first time max_a V^{aa} > K, and the SDE is monitored only on
+/// the network's grid k/n (a network can only be seen at its layers, so monitoring the SDE more
+/// finely would stop it earlier and bias the comparison). One SDE run serves every width: the
+/// observer tracks, for each n of the list, the first grid time k/n at which the level is passed,
+/// and keeps V there; the unstopped V_T (blow-up = +inf) is kept too, for tail functionals.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "ncsde/concepts.hpp"
+#include "ncsde/ensemble.hpp"
+#include "ncsde/error.hpp"
+#include "ncsde/executor.hpp"
+#include "ncsde/integrate.hpp"
+#include "ncsde/statistics.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/symmetric.hpp"
+
+namespace ncsde::models {
+
+/// What the SDE sampler needs.
+struct sde_sample_options {
+  double t_end = 1.0;
+  double dt = 1.0 / 1024;
+  std::vector<int> widths;            ///< grids k/n to monitor; 1/(n·dt) must be an integer
+  double stop_level = 5.0;            ///< K
+  double blowup_threshold = 1e6;
+  pd_policy policy = pd_policy::project;
+  long long paths = 1000;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  int kept_paths = 0;                 ///< paths (0..kept_paths−1) whose V is kept at save_times
+  std::vector<double> save_times;
+};
+
+/// One sample of stopped processes: per path its status, and the upper triangle of V_{T∧τ}.
+struct stopped_sample {
+  std::vector<path_status> status;    ///< completed, stopped (level passed), blown_up
+  std::vector<vector> packed;         ///< V_{T∧τ} (non-finite entries when blown_up)
+  long long stopped() const;          ///< stopped + blown_up
+  double fraction() const;            ///< stopped()/size
+  double fraction_stderr() const;     ///< √(p(1 − p)/N)
+  /// f(V_{T∧τ}) per path; +inf for blown-up paths.
+  std::vector<double> values(const functional& f, int m) const;
+};
+
+struct sde_sample {
+  int m = 0;
+  std::vector<int> widths;
+  std::vector<stopped_sample> by_width;  ///< stopped at τ_n on the grid k/n, one per widths[i]
+  stopped_sample unstopped;              ///< V_T with blow-up (status blown_up) at 1e6
+  std::vector<std::vector<vector>> kept; ///< [path][save] packed V of the first kept_paths paths
+  pd_counters pd;
+  long long paths_with_violations = 0;
+  double seconds = 0.0;
+};
+
+/// Euler–Maruyama paths of `sde` (any ncsde::Sde), path p on stream (seed, p), so the result does
+/// not depend on the thread count. Throws ncsde::invalid_argument (naming "dt" and the width) when
+/// 1/(n·dt) is not an integer, or on a bad V₀/option.
+template <class S>
+  requires Sde<S>
+sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& opt);
+
+namespace detail {
+
+/// Per-path tracker of the first grid passage for each width (the integrate() observer holds a
+/// pointer to it, since integrate takes its observer by value).
+struct grid_tracker {
+  double t0 = 0.0, dt = 1.0, level = 0.0;
+  std::vector<long long> steps_per_layer;  ///< 1/(n dt) per width
+  std::vector<char> passed;
+  std::vector<vector>* values = nullptr;   ///< V at the passage, per width
+};
+
+struct grid_observer {
+  grid_tracker* tracker;
+  void operator()(const matrix& v, double t) const {
+    grid_tracker& g = *tracker;
+    const long long i = std::llround((t - g.t0) / g.dt);
+    if (i == 0) return;
+    bool over = false, computed = false;
+    for (std::size_t w = 0; w < g.steps_per_layer.size(); ++w) {
+      if (g.passed[w] || i % g.steps_per_layer[w] != 0) continue;
+      if (!computed) {
+        over = v.diagonal().maxCoeff() > g.level;
+        computed = true;
+      }
+      if (over) {
+        g.passed[w] = 1;
+        pack_upper(v, (*g.values)[w]);
+      }
+    }
+  }
+};
+
+std::vector<long long> steps_per_layer(const sde_sample_options& opt);
+
+/// The cone counters of a block of sample_sde.
+struct sample_counters {
+  pd_counters pd;
+  long long with_violations = 0;
+};
+
+/// The executor's worker of sample_sde: path p writes only its own slots of `out`.
+template <class S>
+struct sde_sample_worker {
+  using block_type = sample_counters;
+  const sde_sample_options& opt;
+  const integrate_options& iopt;
+  sde_sample& out;
+  euler_maruyama<> stepper;
+  problem<S> local;  // per-thread copy of the SDE
+  std::vector<vector> at_pass;
+  grid_tracker tracker;
+
+  sample_counters begin_block(const block_info&) const { return {}; }
+  void run_path(long long p, sample_counters& block) {
+    const std::size_t ps = static_cast<std::size_t>(p);
+    std::fill(tracker.passed.begin(), tracker.passed.end(), 0);
+    tracker.values = &at_pass;  // the worker may have moved since the last path
+    integrate_options path_opt = iopt;
+    if (p < opt.kept_paths) path_opt.save_times = opt.save_times;
+    const path_result r = integrate(stepper, local, path_opt, opt.seed, static_cast<std::uint64_t>(p),
+                                    grid_observer{&tracker});
+    block.pd += r.pd;
+    if (r.pd.violations > 0) ++block.with_violations;
+    const bool blown = r.status == path_status::blown_up;
+    out.unstopped.status[ps] = r.status;
+    pack_upper(r.v, out.unstopped.packed[ps]);
+    for (std::size_t w = 0; w < out.by_width.size(); ++w) {
+      stopped_sample& s = out.by_width[w];
+      if (tracker.passed[w]) {
+        s.status[ps] = path_status::stopped;
+        s.packed[ps] = at_pass[w];
+      } else {
+        s.status[ps] = blown ? path_status::blown_up : path_status::completed;
+        pack_upper(r.v, s.packed[ps]);
+      }
+    }
+    if (p < opt.kept_paths) {
+      auto& kept = out.kept[ps];
+      kept.assign(r.saved.size(), vector(r.v.rows() * (r.v.rows() + 1) / 2));
+      for (std::size_t j = 0; j < r.saved.size(); ++j) pack_upper(r.saved[j], kept[j]);
+    }
+  }
+};
+
+}  // namespace detail
+
+template <class S>
+  requires Sde<S>
+sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& opt) {
+  const std::vector<long long> per_layer = detail::steps_per_layer(opt);
+  if (opt.paths < 1) throw_invalid_argument("sample_sde", "paths", opt.paths, ">= 1");
+  if (!(opt.stop_level > 0.0))
+    throw_invalid_argument("sample_sde", "stop_level", opt.stop_level, "> 0");
+  const matrix v = validate_state("sample_sde", "V0", v0, /*require_psd=*/true);
+  const int m = static_cast<int>(v.rows());
+  const int K = packed_size(m);
+  const std::size_t widths = opt.widths.size();
+  const std::size_t paths = static_cast<std::size_t>(opt.paths);
+
+  sde_sample out;
+  out.m = m;
+  out.widths = opt.widths;
+  out.by_width.resize(widths);
+  for (stopped_sample& s : out.by_width) {
+    s.status.resize(paths);
+    s.packed.assign(paths, vector(K));
+  }
+  out.unstopped.status.resize(paths);
+  out.unstopped.packed.assign(paths, vector(K));
+  out.kept.resize(static_cast<std::size_t>(std::max(0, opt.kept_paths)));
+
+  integrate_options iopt;
+  iopt.dt = opt.dt;
+  iopt.policy = opt.policy;
+  iopt.blowup_threshold = opt.blowup_threshold;
+  validate_options(iopt);
+  const problem<S> prob{sde, v, opt.t_end};
+
+  // Path p writes only its own slots of `out`; the blocks carry the cone counters, summed in block
+  // order.
+  using counters = detail::sample_counters;
+  using worker = detail::sde_sample_worker<S>;
+  counters total;
+  executor_options xopt;
+  xopt.threads = opt.threads;
+  xopt.block_size = 16;
+  xopt.progress = progress_mode::off;
+  out.seconds = execute(
+                    path_range{0, opt.paths}, xopt,
+                    [&] {
+                      worker w{opt, iopt, out, {}, problem<S>{prob.sde, prob.v0, prob.t_end},
+                               std::vector<vector>(widths, vector(K)), {}};
+                      w.tracker = detail::grid_tracker{0.0, opt.dt, opt.stop_level, per_layer,
+                                                       std::vector<char>(widths, 0), nullptr};
+                      return w;
+                    },
+                    [&](const block_info&, counters&& c) {
+                      total.pd += c.pd;
+                      total.with_violations += c.with_violations;
+                    })
+                    .seconds;
+  const pd_counters& pd = total.pd;
+  const long long with_violations = total.with_violations;
+  out.pd = pd;
+  out.paths_with_violations = with_violations;
+  return out;
+}
+
+}  // namespace ncsde::models
