@@ -10,6 +10,9 @@
 #       package_downstream       it builds a consumer project without the sanitizer flags, which
 #                                cannot link the instrumented library (it checks packaging, which
 #                                the Release run covers);
+#       allocation               it replaces the global operator new to count allocations, which
+#                                the address sanitizer's own allocator owns (it crashes at start);
+#                                the Release run checks that hot paths allocate nothing
 #       own_convergence_example  the slowest test (27 s in Release, 200 000 weak paths; several
 #                                minutes under the sanitizers) on integrate() and the Brownian
 #                                sources, which core, spaces and convergence already exercise.

@@ -196,11 +196,7 @@ class writer {
     put(r.saved);
   }
   void put(const detail::ensemble_path& p) {
-    put(p.path);
-    put(p.status);
-    put(p.t_stop);
-    put(p.packed);
-    put(p.saved);
+    put(path_record{p.path, p.status, p.t_stop, p.packed, p.saved});  // the head a record shares
     put(p.pd);
     put(p.values);
   }
@@ -311,6 +307,16 @@ class reader {
     for (vector& x : v) x = vec();
     return v;
   }
+  /// path, status, t_stop, packed state, saved states: a path_record, and the head of a path.
+  path_record record() {
+    path_record r;
+    r.path = i64();
+    r.status = status();
+    r.t_stop = f64();
+    r.packed = vec();
+    r.saved = vecs();
+    return r;
+  }
   bool done() const { return m_at == m_in.size(); }
   std::size_t at() const { return m_at; }
 
@@ -385,11 +391,12 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   const std::size_t saves = r.save_times.size();
   auto read_path = [&] {
     detail::ensemble_path x;
-    x.path = in.i64();
-    x.status = in.status();
-    x.t_stop = in.f64();
-    x.packed = in.vec();
-    x.saved = in.vecs();
+    path_record head = in.record();  // the fields a path and its record share, in that order
+    x.path = head.path;
+    x.status = head.status;
+    x.t_stop = head.t_stop;
+    x.packed = std::move(head.packed);
+    x.saved = std::move(head.saved);
     x.pd = in.pd();
     x.values = in.doubles();
     if (x.packed.size() != K || x.saved.size() > saves || x.values.size() != p.functionals)
@@ -433,15 +440,7 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     if (nf != p.functionals) in.fail("a block with another number of functionals");
     for (std::size_t j = 0; j < nf; ++j) b.values.push_back(in.doubles());
     const std::size_t nr = in.count(8);
-    for (std::size_t j = 0; j < nr; ++j) {
-      path_record rec;
-      rec.path = in.i64();
-      rec.status = in.status();
-      rec.t_stop = in.f64();
-      rec.packed = in.vec();
-      rec.saved = in.vecs();
-      b.records.push_back(std::move(rec));
-    }
+    for (std::size_t j = 0; j < nr; ++j) b.records.push_back(in.record());
     const long long n = b.range.size();
     if (static_cast<long long>(b.statuses.size()) != n || b.completed + b.blown_up + b.stopped != n ||
         (p.keep_paths && static_cast<long long>(b.records.size()) != n))

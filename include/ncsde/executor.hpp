@@ -153,10 +153,6 @@ class worker_latch {
       lock.lock();
     }
   }
-  void wait() {
-    std::unique_lock lock(m_mutex);
-    m_cv.wait(lock, [&] { return m_left == 0; });
-  }
 
  private:
   std::mutex m_mutex;

@@ -43,6 +43,7 @@
 #include "models/model_flags.hpp"
 #include "ncsde/convergence.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/schemes.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/models/shaped.hpp"
 #include "ncsde/networks/literal.hpp"
@@ -215,8 +216,8 @@ void check_names(const std::string& value) {
       value, [](const std::string& t) { return ncsde::parse_pd_policy(t, "--pd-policy"); },
       [](ncsde::pd_policy p) { return std::string(ncsde::to_string(p)); });
   check_name(
-      value, [](const std::string& t) { return ncsde::parse_convergence_scheme(t, "--scheme"); },
-      [](ncsde::convergence_scheme s) { return std::string(ncsde::to_string(s)); });
+      value, [](const std::string& t) { return ncsde::find_scheme(t, "--scheme"); },
+      [](std::size_t i) { return std::string(ncsde::builtin_scheme_descriptors()[i].name); });
   check_name(
       value, [](const std::string& t) { return cli::parse_variant(t, "--variants"); },
       [](cli::sde_variant v) { return std::string(cli::to_string(v)); });
