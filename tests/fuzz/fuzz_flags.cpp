@@ -111,7 +111,7 @@ struct parsed_flags {
   /// Resets every value to its default, then parses argv (program name first); throws what CLI11
   /// throws.
   void parse(const std::vector<std::string>& args) {
-    model = cli::model_flags{};
+    model.reset();
     net = cli::network_flags{};
     widths.clear();
     attention = "shaped";
@@ -232,7 +232,7 @@ auto reparse(const char* name, const std::string& value, Get get) {
 }
 
 double number_of(const parsed_flags& p, std::string_view name) {
-  const ncsde::models::shaped_params& q = p.model.params;
+  const ncsde::models::shaped_params q = p.model.params();
   if (name == "--c-plus") return q.c_plus;
   if (name == "--c-minus") return q.c_minus;
   if (name == "--gamma2") return q.gamma2;
@@ -241,7 +241,7 @@ double number_of(const parsed_flags& p, std::string_view name) {
 }
 
 long long integer_of(const parsed_flags& p, std::string_view name) {
-  if (name == "--heads") return p.model.params.heads;
+  if (name == "--heads") return p.model.params().heads;
   if (name == "--n") return p.net.n;
   if (name == "--d") return p.net.d;
   if (name == "--nk") return p.net.n_k;
@@ -312,7 +312,7 @@ void check_downstream(const parsed_flags& p) {
   ncsde::models::architecture arch{};
   try {
     arch = cli::parse_architecture(p.model.model);  // --model is checked by CLI11: never throws
-    (void)ncsde::models::covariance_sde(arch, p.model.params);
+    (void)ncsde::models::covariance_sde(arch, p.model.params());
   } catch (const ncsde::invalid_argument&) {
   }
   ncsde::networks::attention_form form{};
@@ -325,10 +325,10 @@ void check_downstream(const parsed_flags& p) {
     for (const bool literal : {false, true}) {
       try {
         if (literal)
-          (void)ncsde::networks::literal_network(arch, p.model.params, m, p.net.n,
+          (void)ncsde::networks::literal_network(arch, p.model.params(), m, p.net.n,
                                                  p.net.key_dimension(), form);
         else
-          (void)ncsde::networks::reduced_network(arch, p.model.params, m, p.net.n,
+          (void)ncsde::networks::reduced_network(arch, p.model.params(), m, p.net.n,
                                                  p.net.key_dimension(), form);
       } catch (const ncsde::invalid_argument&) {
       }

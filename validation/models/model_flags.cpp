@@ -91,6 +91,12 @@ model_flags::model_flags() {
     values.emplace(p.name, p.default_value);
 }
 
+void model_flags::reset() {
+  model = "mlp";
+  for (const models::parameter& p : models::registry().all_parameters())
+    values.find(p.name)->second = p.default_value;
+}
+
 const models::model_entry& model_flags::entry() const {
   return models::registry().at(model, "ncsde");
 }

@@ -44,6 +44,10 @@ struct model_flags {
   std::vector<std::pair<std::string, const CLI::Option*>> options;
 
   model_flags();
+  /// Puts --model and every parameter back to its default in place: the map's nodes, which the
+  /// flags of add_model_flags write into, and `options` are kept (assigning a new model_flags
+  /// would free the nodes an App still refers to).
+  void reset();
   /// The registry entry of `model`; throws ncsde::invalid_argument naming --model and the
   /// registered models.
   const models::model_entry& entry() const;
