@@ -130,7 +130,8 @@ TEST_CASE("registry: the type-erased operations are the concrete calls, bit for 
   CHECK(r1.functionals[0].completed == r2.functionals[0].completed);
   CHECK(r1.functionals[0].completed_mean == r2.functionals[0].completed_mean);
   CHECK(support::message_of([&] { (void)sde.run_ensemble("rk4", v2(), 1.0, iopt, small_ensemble()); }) ==
-        "model_instance: scheme must be one of em, milstein (got rk4)");
+        "model_instance: scheme must be one of em, milstein, milstein-commutative, "
+        "predictor-corrector (got 'rk4')");
   // The reduced sampler through the registry is the concrete one.
   ncsde::networks::network_options nopt;
   nopt.networks = 8;

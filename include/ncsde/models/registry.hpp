@@ -301,7 +301,7 @@ struct model_instance::holder final : model_instance::interface {
                                const integrate_options& iopt,
                                const ensemble_options& eopt) const override {
     const problem<S> prob{sde, v0, t_end};
-    return builtin_schemes::visit(find_scheme(scheme, "scheme"), [&]<class St>(std::type_identity<St>) {
+    return builtin_schemes::visit(find_scheme(scheme, "model_instance: scheme"), [&]<class St>(std::type_identity<St>) {
       return ncsde::run_ensemble(St{}, prob, iopt, eopt);
     });
   }
