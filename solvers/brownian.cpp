@@ -96,4 +96,63 @@ void grid_brownian_source::split(const noise_increment&, std::uint64_t step, std
   m_grid->increment(first + count / 2, count / 2, with_iterated, right);
 }
 
+tree_brownian_source::tree_brownian_source(random_stream stream, int k, double base_dt, int depth,
+                                           levy_area_method method)
+    : m_root(stream, k, method), m_base_dt(base_dt), m_depth(depth) {
+  if (!(base_dt > 0) || !std::isfinite(base_dt))
+    throw_invalid_argument("tree_brownian_source", "base_dt", base_dt, "> 0 and finite");
+  if (depth < 0 || depth > 30)
+    throw_invalid_argument("tree_brownian_source", "depth", depth, "in [0, 30]");
+  m_levels.resize(static_cast<std::size_t>(depth) + 1);
+}
+
+void tree_brownian_source::increment(std::uint64_t step, double dt, bool with_iterated,
+                                     noise_increment& out) {
+  if (!(std::abs(dt - this->dt()) <= 1e-9 * this->dt()))
+    throw invalid_argument(fmt::format(
+        "tree_brownian_source: step {} asks for dt = {}, but the source's steps are base_dt / 2^{} "
+        "= {}",
+        step, dt, m_depth, this->dt()));
+  const std::uint64_t base = step >> m_depth;
+  const std::uint64_t leaf = step & ((std::uint64_t{1} << m_depth) - 1);
+  // The first depth at which the cached step's ancestors differ from this step's.
+  int from = 0;
+  if (m_cached && with_iterated == m_cached_iterated && (m_cached_step >> m_depth) == base) {
+    const std::uint64_t differ = (m_cached_step & ((std::uint64_t{1} << m_depth) - 1)) ^ leaf;
+    from = differ == 0 ? m_depth + 1 : m_depth - (std::bit_width(differ) - 1);
+  }
+  if (from == 0) {
+    m_root.increment(base, m_base_dt, with_iterated, m_levels[0]);
+    from = 1;
+  }
+  for (int d = from; d <= m_depth; ++d) {
+    // The ancestor at depth d is the child of the one at d − 1 chosen by bit (depth − d) of leaf.
+    const std::uint64_t parent_node = (std::uint64_t{1} << (d - 1)) | (leaf >> (m_depth - d + 1));
+    const bool right = ((leaf >> (m_depth - d)) & 1) != 0;
+    if (right)
+      m_root.split(m_levels[d - 1], base, parent_node, with_iterated, m_other, m_levels[d]);
+    else
+      m_root.split(m_levels[d - 1], base, parent_node, with_iterated, m_levels[d], m_other);
+  }
+  m_cached = true;
+  m_cached_iterated = with_iterated;
+  m_cached_step = step;
+  out = m_levels[static_cast<std::size_t>(m_depth)];
+}
+
+void tree_brownian_source::split(const noise_increment& parent, std::uint64_t step,
+                                 std::uint64_t node, bool with_iterated, noise_increment& left,
+                                 noise_increment& right) {
+  const std::uint64_t leaf = step & ((std::uint64_t{1} << m_depth) - 1);
+  const int below = std::bit_width(node) - 1;  // node's depth under the fine step
+  if (m_depth + below > 62)
+    throw invalid_argument(fmt::format(
+        "tree_brownian_source: piece {} of step {} lies deeper than the 62 halvings a bridge node "
+        "can number",
+        node, step));
+  const std::uint64_t absolute =
+      (((std::uint64_t{1} << m_depth) | leaf) << below) | (node - (std::uint64_t{1} << below));
+  m_root.split(parent, step >> m_depth, absolute, with_iterated, left, right);
+}
+
 }  // namespace ncsde

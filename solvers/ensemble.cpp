@@ -67,6 +67,8 @@ void block_result::add(const ensemble_path& p, bool keep_paths) {
   for (std::size_t j = 0; j < p.saved.size(); ++j) saved[j].add(p.saved[j]);
   pd += p.pd;
   if (p.pd.violations > 0) ++with_violations;
+  steps += p.steps;
+  stepping += p.stepping;
   switch (p.status) {
     case path_status::completed:
       ++completed;
@@ -95,6 +97,8 @@ void merge_block(ensemble_result& into, block_result& block) {
                               block.explosion_times.end());
   into.stop_times.insert(into.stop_times.end(), block.stop_times.begin(), block.stop_times.end());
   into.pd += block.pd;
+  into.steps += block.steps;
+  into.stepping += block.stepping;
   into.completed += block.completed;
   into.blown_up += block.blown_up;
   into.stopped += block.stopped;

@@ -106,6 +106,18 @@ std::string summary_json(const ensemble_result& r, int indent) {
   pd["paths_with_violations"] = r.paths_with_violations;
   pd["min_eigenvalue"] = number(r.pd.min_eigenvalue);
   j["pd"] = pd;
+  if (r.control != step_control::fixed) {
+    // Adaptive runs only: fixed-step documents stay as they were.
+    json st;
+    st["control"] = std::string(to_string(r.control));
+    st["tolerance"] = r.tolerance;
+    st["steps"] = r.steps;
+    st["rejected"] = r.stepping.rejected;
+    st["unresolved"] = r.stepping.unresolved;
+    st["deepest_halving"] = r.stepping.deepest;
+    st["steps_per_path"] = r.paths ? double(r.steps) / double(r.paths) : 0.0;
+    j["step_control"] = st;
+  }
   j["entries"] = layout.names();
   j["terminal_completed"] = moments_json(r.terminal);
   j["at_stop"] = moments_json(r.at_stop);
@@ -148,6 +160,12 @@ std::string summary_table(const ensemble_result& r) {
         r.threads, r.seconds);
   s += fmt::format("completed {}  stopped {}  blown up {} ({:.4f} ± {:.4f})\n", r.completed, r.stopped,
                    r.blown_up, r.blown_up_fraction(), r.blown_up_stderr());
+  if (r.control != step_control::fixed)
+    s += fmt::format("steps: {} control, tolerance {}: {:.1f} per path, {} rejected, {} unresolved, "
+                     "deepest halving {}\n",
+                     to_string(r.control), r.tolerance,
+                     r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.rejected,
+                     r.stepping.unresolved, r.stepping.deepest);
   if (layout.space == state_space::psd_cone)
     s += fmt::format("cone: violations {}  projected {}  refined {}  boundary {}  paths with violations {}\n",
                      r.pd.violations, r.pd.projected, r.pd.refined, r.pd.boundary, r.paths_with_violations);

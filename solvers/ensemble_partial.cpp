@@ -40,6 +40,7 @@ void require_same_run(const ensemble_partial& first, const ensemble_partial& p, 
   if (a.paths != b.paths) fail("number of paths");
   if (a.seed != b.seed) fail("seed");
   if (a.scheme != b.scheme) fail("scheme");
+  if (a.control != b.control || !same_bits(a.tolerance, b.tolerance)) fail("step control");
   if (!same_bits(a.save_times, b.save_times)) fail("save times");
   if (first.block_size != p.block_size) fail("block size");
   if (first.functionals != p.functionals) fail("number of functionals");
@@ -139,7 +140,7 @@ ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& 
 
 namespace {
 
-constexpr std::string_view magic = "ncsde ensemble partial v1\n";
+constexpr std::string_view magic = "ncsde ensemble partial v2\n";
 
 class writer {
  public:
@@ -183,6 +184,11 @@ class writer {
     put(c.boundary);
     put(c.min_eigenvalue);
   }
+  void put(const step_stats& c) {
+    put(c.rejected);
+    put(c.unresolved);
+    put(static_cast<std::int64_t>(c.deepest));
+  }
   template <class T>
   void put(const std::vector<T>& v) {
     put(static_cast<std::uint64_t>(v.size()));
@@ -199,6 +205,8 @@ class writer {
     put(path_record{p.path, p.status, p.t_stop, p.packed, p.saved});  // the head a record shares
     put(p.pd);
     put(p.values);
+    put(p.steps);
+    put(p.stepping);
   }
   void put(const detail::block_result& b) {
     put(b.index);
@@ -219,6 +227,8 @@ class writer {
     put(b.blown_up);
     put(b.stopped);
     put(b.with_violations);
+    put(b.steps);
+    put(b.stepping);
     put(b.statuses);
     put(b.values);
     put(b.records);
@@ -297,6 +307,16 @@ class reader {
     c.min_eigenvalue = f64();
     return c;
   }
+  step_stats stepping() {
+    step_stats c;
+    c.rejected = i64();
+    c.unresolved = i64();
+    const long long deepest = i64();
+    if (c.rejected < 0 || c.unresolved < 0 || deepest < 0 || deepest > 64)
+      fail("step counters out of range");
+    c.deepest = static_cast<int>(deepest);
+    return c;
+  }
   std::vector<double> doubles() {
     std::vector<double> v(count(8));
     for (double& x : v) x = f64();
@@ -344,6 +364,8 @@ std::string serialize(const ensemble_partial& p) {
   w.put(static_cast<std::int64_t>(r.threads));
   w.put(std::string_view(r.scheme));
   w.put(r.save_times);
+  w.put(r.control);
+  w.put(r.tolerance);
   w.put(r.seconds);
   w.put(p.range.first);
   w.put(p.range.last);
@@ -379,6 +401,11 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   r.threads = static_cast<int>(in.i64());
   r.scheme = in.string();
   r.save_times = in.doubles();
+  const long long control = in.i64();
+  if (control < 0 || control > static_cast<long long>(step_control::doubling))
+    in.fail("an unknown step control");
+  r.control = static_cast<step_control>(control);
+  r.tolerance = in.f64();
   r.seconds = in.f64();
   p.range.first = in.i64();
   p.range.last = in.i64();
@@ -399,6 +426,8 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     x.saved = std::move(head.saved);
     x.pd = in.pd();
     x.values = in.doubles();
+    x.steps = in.i64();
+    x.stepping = in.stepping();
     if (x.packed.size() != K || x.saved.size() > saves || x.values.size() != p.functionals)
       in.fail("a path of another shape");
     for (const vector& v : x.saved)
@@ -434,6 +463,8 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     b.blown_up = in.i64();
     b.stopped = in.i64();
     b.with_violations = in.i64();
+    b.steps = in.i64();
+    b.stepping = in.stepping();
     const std::size_t nst = in.count(8);
     for (std::size_t j = 0; j < nst; ++j) b.statuses.push_back(in.status());
     const std::size_t nf = in.count(8);

@@ -47,6 +47,44 @@ std::string_view to_string(path_status s) {
   return "?";
 }
 
+std::string_view to_string(step_control c) {
+  switch (c) {
+    case step_control::fixed: return "fixed";
+    case step_control::increment: return "increment";
+    case step_control::doubling: return "doubling";
+  }
+  return "?";
+}
+
+const std::array<step_control_descriptor, 3>& step_controls() {
+  static const std::array<step_control_descriptor, 3> list{{
+      {step_control::fixed, "fixed", "the grid steps dt themselves"},
+      {step_control::increment, "increment",
+       "halve a step until it changes the state by at most tolerance*(1 + max|X|) (superlinear "
+       "drift, explosion times)"},
+      {step_control::doubling, "doubling",
+       "step doubling: accept two half steps when they agree with the full step within "
+       "tolerance*(1 + max|X|), else halve"},
+  }};
+  return list;
+}
+
+step_control parse_step_control(std::string_view text, std::string_view param) {
+  std::string names;
+  for (const step_control_descriptor& d : step_controls()) {
+    if (text == d.name) return d.kind;
+    names += (names.empty() ? "" : ", ") + std::string(d.name);
+  }
+  throw invalid_argument(fmt::format("{} must be one of {} (got '{}')", param, names, text));
+}
+
+step_stats& step_stats::operator+=(const step_stats& o) {
+  rejected += o.rejected;
+  unresolved += o.unresolved;
+  deepest = std::max(deepest, o.deepest);
+  return *this;
+}
+
 pd_counters& pd_counters::operator+=(const pd_counters& o) {
   violations += o.violations;
   projected += o.projected;
@@ -122,6 +160,18 @@ void validate_options(const integrate_options& o) {
     throw_invalid_argument("integrate", "refine_depth", o.refine_depth, "in [1, 30]");
   if (!(o.blowup_threshold > 0) || !(o.blowup_threshold <= 1e100))
     throw_invalid_argument("integrate", "blowup_threshold", o.blowup_threshold, "in (0, 1e100]");
+  if (o.control != step_control::fixed) {
+    if (!(o.tolerance > 0) || !(o.tolerance <= 1))
+      throw_invalid_argument("integrate", "tolerance", o.tolerance, "in (0, 1]");
+    if (o.max_depth < 1 || o.max_depth > 50)
+      throw_invalid_argument("integrate", "max_depth", o.max_depth, "in [1, 50]");
+    // Bridge nodes are numbered as a heap in 64 bits: the controller's halvings and the refine
+    // policy's below them must fit.
+    if (o.policy == pd_policy::refine && o.max_depth + o.refine_depth > 62)
+      throw_invalid_argument("integrate", "max_depth", o.max_depth,
+                             fmt::format("<= 62 - refine_depth = {} with the refine policy",
+                                         62 - o.refine_depth));
+  }
 }
 
 }  // namespace ncsde

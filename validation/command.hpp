@@ -128,6 +128,9 @@ command sample_network_command();
 /// `ncsde rank-collapse`: unshaped vs shaped attention networks over depth (validation/networks/).
 command rank_collapse_command();
 
+/// `ncsde blowup`: the blow-up law of a model's covariance SDE (validation/blowup/).
+command blowup_command();
+
 /// `ncsde models`: the registered models, their parameters and samplers (validation/models/).
 command models_command();
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       validate_command(),
       sample_network_command(),
       rank_collapse_command(),
+      blowup_command(),
       models_command(),
   };
 

@@ -11,7 +11,9 @@
 ///    relation, I_(j,l)[s,u] = I_(j,l)[s,v] + I_(j,l)[v,u] + ΔW_j[s,v] ΔW_l[v,u], so every step size
 ///    sees the same Brownian path *and* the same Lévy areas;
 ///  - grid_brownian_source: a brownian_grid read at one coarse step size, as a NoiseSource: what a
-///    user's own strong-order study drives integrate() with, one source per step size over one path.
+///    user's own strong-order study drives integrate() with, one source per step size over one path;
+///  - tree_brownian_source: the bridge tree of stream_brownian read at a fixed depth, i.e. the
+///    pieces the adaptive step controllers see, as fixed steps.
 #include <cmath>
 #include <concepts>
 #include <cstdint>
@@ -86,7 +88,8 @@ class stream_brownian {
     left.has_iterated = right.has_iterated = false;
     // The halves' Lévy areas are drawn given their increments, independently of the parent's area:
     // the increments (hence the path at the grid points) are kept exactly; the areas of a refined step
-    // are a fresh draw from their conditional law given the halves' increments.
+    // are a fresh draw from their conditional law given the halves' increments. (Conditioning them
+    // on the parent's area as well needs the midpoint drawn given that area: docs/maths.md §8.4.)
     if (with_iterated) {
       m_areas.generate(left, m_stream, step, 2 * node);
       m_areas.generate(right, m_stream, step, 2 * node + 1);
@@ -166,6 +169,42 @@ class grid_brownian_source {
   long long m_ratio;
 };
 
-static_assert(BridgedNoiseSource<stream_brownian> && BridgedNoiseSource<grid_brownian_source>);
+/// The Brownian tree of a (seed, path) stream read at a fixed depth: grid step j of size dt/2^depth
+/// is piece 2^depth + (j mod 2^depth) (heap numbering) of step ⌊j / 2^depth⌋ of a stream_brownian
+/// with step dt, reached by `depth` bridge splits from that step's increment. These are the pieces
+/// the adaptive step controllers (integrate.hpp) take at that depth (to the bit where the engine's
+/// grid steps are exactly dt; to round-off of the step size elsewhere), so a fixed-step run
+/// on this source is the fine-grid solution driven by the same Brownian path (and Lévy areas) as an
+/// adaptive run on stream_brownian with base step dt: what pathwise convergence of adaptive runs is
+/// measured against. Consecutive steps share their ancestors (kept), so a step costs O(1) splits on
+/// average. split() continues the tree below a step. depth in [0, 30] (ncsde::invalid_argument).
+class tree_brownian_source {
+ public:
+  tree_brownian_source(random_stream stream, int k, double base_dt, int depth,
+                       levy_area_method method = levy_area_method::wiktorsson);
+
+  int dimension() const { return m_root.dimension(); }
+  int depth() const { return m_depth; }
+  /// The step size base_dt / 2^depth.
+  double dt() const { return std::ldexp(m_base_dt, -m_depth); }
+
+  /// Increment of fine step `step`; dt must be base_dt / 2^depth (checked to 1e-9 relative).
+  void increment(std::uint64_t step, double dt, bool with_iterated, noise_increment& out);
+  /// Splits piece `node` (heap numbering below fine step `step`) of fine step `step`.
+  void split(const noise_increment& parent, std::uint64_t step, std::uint64_t node,
+             bool with_iterated, noise_increment& left, noise_increment& right);
+
+ private:
+  stream_brownian m_root;
+  double m_base_dt;
+  int m_depth;
+  bool m_cached = false, m_cached_iterated = false;
+  std::uint64_t m_cached_step = 0;
+  std::vector<noise_increment> m_levels;  ///< [d]: the ancestor at depth d of the cached step
+  noise_increment m_other;                ///< the sibling of a split, not kept
+};
+
+static_assert(BridgedNoiseSource<stream_brownian> && BridgedNoiseSource<grid_brownian_source> &&
+              BridgedNoiseSource<tree_brownian_source>);
 
 }  // namespace ncsde

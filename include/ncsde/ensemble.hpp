@@ -103,6 +103,13 @@ struct ensemble_result {
   std::vector<functional_summary> functionals;
   pd_counters pd;                       ///< cone events (zero off the cone)
   long long paths_with_violations = 0;
+  /// The step controller (integrate_options::control) and, when it is adaptive, its tolerance and
+  /// counters summed over the paths: steps taken (accepted pieces), rejected and unresolved pieces,
+  /// the deepest halving. Reported only for adaptive runs.
+  step_control control = step_control::fixed;
+  double tolerance = 0.0;
+  long long steps = 0;
+  step_stats stepping;
   std::vector<path_record> records;     ///< when keep_paths, in path order
   double seconds = 0.0;
 
@@ -123,6 +130,8 @@ struct ensemble_path {
   std::vector<vector> saved;    ///< the states at the save times reached
   pd_counters pd;
   std::vector<double> values;   ///< the functionals at t_stop (+inf when blown up)
+  long long steps = 0;          ///< steps taken
+  step_stats stepping;          ///< the step controller's counters
 };
 
 /// The result of one block. A whole block (all of its paths in one range) holds its summaries and
@@ -138,6 +147,8 @@ struct block_result {
   std::vector<double> explosion_times, stop_times;
   pd_counters pd;
   long long completed = 0, blown_up = 0, stopped = 0, with_violations = 0;
+  long long steps = 0;
+  step_stats stepping;
   std::vector<path_status> statuses;          ///< per path, in path order
   std::vector<std::vector<double>> values;    ///< per functional, per path
   std::vector<path_record> records;           ///< when keep_paths
@@ -242,6 +253,8 @@ class ensemble_worker {
     out.status = r.status;
     out.t_stop = r.t_stop;
     out.pd = r.pd;
+    out.steps = r.steps;
+    out.stepping = r.stepping;
     out.packed.resize(K);
     m_c.layout.pack(r.v, out.packed);
     out.saved.resize(r.saved.size());
@@ -290,9 +303,15 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   integrate_options resolved;
   const State v0 = detail::validate_problem("run_ensemble", prob, iopt,
                                             Stepper::request.needs_iterated_integrals(), resolved);
-  if constexpr (!BridgedNoiseSource<Source>)
+  if constexpr (!BridgedNoiseSource<Source>) {
     if (resolved.policy == pd_policy::refine)
       throw_invalid("run_ensemble", "pd policy 'refine' needs a noise source with a bridge split");
+    if (resolved.control != step_control::fixed)
+      throw_invalid("run_ensemble", detail::format_message("step control '{}' halves steps by the "
+                                                           "Brownian bridge: it needs a noise "
+                                                           "source with a bridge split",
+                                                           to_string(resolved.control)));
+  }
   const state_layout layout =
       make_state_layout("run_ensemble", "V0", state_space_of<S>, v0);
   detail::validate_functionals(opt, layout);
@@ -310,6 +329,8 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   run.threads = detail::resolve_threads(opt.threads);
   run.scheme = std::string(Stepper::name);
   run.save_times = iopt.save_times;
+  run.control = iopt.control;
+  run.tolerance = iopt.control == step_control::fixed ? 0.0 : iopt.tolerance;
   out.range = range;
   out.block_size = opt.block_size;
   out.functionals = opt.functionals.size();

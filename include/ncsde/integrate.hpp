@@ -15,9 +15,18 @@
 ///  3. the user's stop condition (e.g. max_a V^{aa} > K for stopped processes): status stopped.
 /// A coefficient that returns a non-finite value at a finite state raises ncsde::evaluation_error
 /// naming the coefficient, path, step and time.
+///
+/// Adaptive steps (integrate_options::control, step_control below): each grid step is the root of a
+/// dyadic tree of pieces, and a piece the controller rejects is replaced by its two halves, whose
+/// increments come from the Brownian bridge of the piece (BridgedNoiseSource::split, node numbers
+/// as a heap: 1 the grid step, 2n and 2n + 1 the halves of piece n). The Brownian path is therefore
+/// the same whatever the tolerance or the step sequence (a Brownian tree on the counter-based
+/// stream): a tighter tolerance only reads the same path at finer times. The checks above run after
+/// every accepted piece, the stop condition too; save times stay grid times.
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -84,6 +93,45 @@ struct pd_counters {
 enum class path_status { completed, blown_up, stopped };
 std::string_view to_string(path_status s);
 
+/// How the engine chooses its steps inside each grid step (dt is then the largest step).
+///  - fixed: the grid steps themselves (the default; the engine as without adaptivity);
+///  - increment: a piece is accepted when its step changes the state by at most
+///    tolerance·(1 + max|X|) (max-norm), else it is halved. A state-dependent step in the spirit of
+///    Fang & Giles' adaptive Euler–Maruyama for superlinear drift (h·|b(X)| kept proportional to
+///    1 + |X|) and of the explosion-resolving steps of Dávila, Fernández Bonder, Rossi, Groisman and
+///    Sued (h ∝ |X|^{-(p−1)} for drift growing like |X|^p: for a cubic drift h ∝ |X|^{-2}), so that
+///    the state grows by a bounded factor per step all the way to the blow-up threshold and the
+///    explosion time is resolved; the noise part of the step is bounded the same way;
+///  - doubling: error control by step doubling: a piece's one-step result is compared with its two
+///    half steps (from the bridge halves of its increment); the piece is accepted, as the two
+///    half steps, when max|X_full − X_halves| ≤ tolerance·(1 + max|X|), else each half is treated
+///    the same way (rejection with memory: the rejected piece's increment is kept and split).
+/// A piece is never split past max_depth halvings (dt·2^-max_depth) or below the time resolution of
+/// doubles at t; such a piece is taken as it is and counted as unresolved.
+enum class step_control { fixed, increment, doubling };
+
+std::string_view to_string(step_control c);
+/// Parses "fixed", "increment", "doubling"; throws ncsde::invalid_argument naming `param`.
+step_control parse_step_control(std::string_view text, std::string_view param = "step-control");
+
+/// One step controller as the registry lists it (step_controls()).
+struct step_control_descriptor {
+  step_control kind;
+  std::string_view name;
+  std::string_view description;
+};
+/// The step controllers, in the order of the enum.
+const std::array<step_control_descriptor, 3>& step_controls();
+
+/// Per-path counters of the step controller (all zero but `steps` with fixed steps).
+struct step_stats {
+  long long rejected = 0;    ///< pieces the controller replaced by their halves
+  long long unresolved = 0;  ///< pieces taken at the depth or time-resolution limit
+  int deepest = 0;           ///< largest number of halvings of an accepted piece
+
+  step_stats& operator+=(const step_stats& o);
+};
+
 /// An SDE with its initial state and horizon: dX = b dt + G dW on [t0, t_end], X(t0) = v0. The state
 /// type is the SDE's state_type when it declares one, ncsde::matrix otherwise; any plain Eigen
 /// vector or matrix of doubles may be named explicitly (problem<S, Eigen::VectorXd>) or deduced
@@ -112,6 +160,9 @@ struct integrate_options {
   /// It sees the state as an ncsde::matrix (d×1 for a vector state).
   std::function<bool(const matrix& v, double t)> stop_condition;
   levy_area_method levy_area = levy_area_method::wiktorsson;
+  step_control control = step_control::fixed;  ///< adaptive steps inside each grid step (see above)
+  double tolerance = 0.05;  ///< of the increment and doubling controllers, (0, 1]
+  int max_depth = 40;       ///< maximal halvings of a grid step by the controller, 1..50
 };
 
 /// One path's outcome; State is the problem's state type.
@@ -119,9 +170,10 @@ template <class State = matrix>
 struct basic_path_result {
   path_status status = path_status::completed;
   double t_stop = 0.0;       ///< T when completed; the time of the step that blew up or stopped
-  long long steps = 0;       ///< grid steps taken
+  long long steps = 0;       ///< steps taken (grid steps; accepted pieces with adaptive steps)
   State v;                   ///< state at t_stop
   pd_counters pd;
+  step_stats stepping;       ///< the step controller's counters
   std::vector<State> saved;  ///< state at save_times[0 .. saved.size()) (fewer if the path stopped early)
 };
 using path_result = basic_path_result<matrix>;
@@ -194,7 +246,9 @@ class path_integrator {
         m_path(path_index),
         m_halves(space == state_space::psd_cone
                      ? static_cast<std::size_t>(std::max(opt.refine_depth, 0))
-                     : 0) {}
+                     : 0),
+        m_tree(opt.control == step_control::fixed ? 0
+                                                  : static_cast<std::size_t>(opt.max_depth)) {}
 
   basic_path_result<Public> run(const Public& v0, const step_grid& grid, Observer& observer) {
     basic_path_result<Public> r;
@@ -217,6 +271,20 @@ class path_integrator {
       const double t = grid.time(i);
       const double h = grid.step_size(i);
       m_source.increment(static_cast<std::uint64_t>(i), h, with_iterated, m_inc);
+      if (m_opt.control != step_control::fixed) {
+        // The stop condition is checked after every accepted piece, by adaptive().
+        const path_status st =
+            adaptive(r, t, grid.time(i + 1), m_inc, static_cast<std::uint64_t>(i), 1, 0, i);
+        r.t_stop = grid.time(i + 1);
+        if (st != path_status::completed) {
+          r.t_stop = st == path_status::blown_up ? m_blowup_time : m_stop_time;
+          finish(st);
+          return r;
+        }
+        save_due(i + 1);
+        observe(observer, r.t_stop);
+        continue;
+      }
       const path_status st = advance(r, t, m_inc, static_cast<std::uint64_t>(i), 1, 0, i);
       r.steps = i + 1;
       r.t_stop = grid.time(i + 1);
@@ -262,6 +330,120 @@ class path_integrator {
           "integrate: the {} returned {} at path {}, step {}, t = {} (max |V| = {:.6g})", e.which,
           e.what, m_path, grid_step, t, m_v.cwiseAbs().maxCoeff()));
     }
+    return settle(r, t, inc, step, node, depth, grid_step);
+  }
+
+  /// One step from `from` at t with `inc` into `to`, for a controller's trial: false when a
+  /// coefficient returned a non-finite value (the piece is then rejected, or, at the depth limit,
+  /// taken by advance(), which reports the error).
+  bool trial(const State& from, State& to, double t, const noise_increment& inc) {
+    to = from;
+    try {
+      m_stepper.do_step(m_sde, to, t, inc);
+    } catch (const non_finite_coefficient&) {
+      return false;
+    }
+    return true;
+  }
+
+  /// The controllers' measure of a step from `from` to `to`: max|to − comparison| / (tolerance ·
+  /// (1 + max|from|)); +inf when not finite.
+  double scaled_change(const State& from, const State& to, const State& comparison) const {
+    const double change = (to - comparison).cwiseAbs().maxCoeff();
+    const double scale = m_opt.tolerance * (1.0 + from.cwiseAbs().maxCoeff());
+    const double ratio = change / scale;
+    return std::isfinite(ratio) ? ratio : std::numeric_limits<double>::infinity();
+  }
+
+  /// Takes `inc` over [t, t_end] from m_v as one accepted piece (the trial `stepped`, when given,
+  /// is the step's result already), then checks the stop condition at t_end.
+  path_status accept(basic_path_result<Public>& r, double t, double t_end, const noise_increment& inc,
+                     std::uint64_t step, std::uint64_t node, int depth, long long grid_step,
+                     const State* stepped) {
+    path_status st;
+    if (stepped != nullptr) {
+      m_trial = *stepped;
+      st = settle(r, t, inc, step, node, 0, grid_step);
+    } else {
+      st = advance(r, t, inc, step, node, 0, grid_step);
+    }
+    ++r.steps;
+    r.stepping.deepest = std::max(r.stepping.deepest, depth);
+    if (st == path_status::blown_up) return st;
+    if (m_opt.stop_condition && m_opt.stop_condition(dynamic_state(), t_end)) {
+      m_stop_time = t_end;
+      return path_status::stopped;
+    }
+    return path_status::completed;
+  }
+
+  /// Piece `node` (at `depth` halvings) of grid step `step`, over [t, t_end] with increment inc,
+  /// under the step controller (see step_control): accepted as it is (increment) or as its two
+  /// halves (doubling), or replaced by its two halves, each treated the same way.
+  path_status adaptive(basic_path_result<Public>& r, double t, double t_end,
+                       const noise_increment& inc, std::uint64_t step, std::uint64_t node,
+                       int depth, long long grid_step) {
+    if constexpr (!BridgedNoiseSource<Source>) {
+      throw invalid_argument(
+          "integrate: adaptive steps need a noise source with a bridge split (BridgedNoiseSource)");
+    } else {
+      return adaptive_piece(r, t, t_end, inc, step, node, depth, grid_step);
+    }
+  }
+
+  path_status adaptive_piece(basic_path_result<Public>& r, double t, double t_end,
+                             const noise_increment& inc, std::uint64_t step, std::uint64_t node,
+                             int depth, long long grid_step) {
+    const double t_mid = t + 0.5 * (t_end - t);
+    // Below the time resolution of doubles at t the halves would not be two distinct pieces.
+    const bool splittable = depth < m_opt.max_depth && t < t_mid && t_mid < t_end &&
+                            (t_end - t) > 16.0 * std::numeric_limits<double>::epsilon() *
+                                              std::max(std::abs(t), std::abs(t_end));
+    if (m_opt.control == step_control::increment) {
+      const bool ok = trial(m_v, m_full, t, inc) && scaled_change(m_v, m_full, m_v) <= 1.0;
+      if (ok || !splittable) {
+        if (!ok) ++r.stepping.unresolved;
+        return accept(r, t, t_end, inc, step, node, depth, grid_step, ok ? &m_full : nullptr);
+      }
+      ++r.stepping.rejected;
+      noise_increment& left = m_tree[depth].first;
+      noise_increment& right = m_tree[depth].second;
+      m_source.split(inc, step, node, with_iterated, left, right);
+      const path_status first = adaptive(r, t, t_mid, left, step, 2 * node, depth + 1, grid_step);
+      if (first != path_status::completed) return first;
+      return adaptive(r, t_mid, t_end, right, step, 2 * node + 1, depth + 1, grid_step);
+    }
+    // doubling: a piece that cannot be split was reached because its parent was rejected.
+    if (!splittable) {
+      ++r.stepping.unresolved;
+      return accept(r, t, t_end, inc, step, node, depth, grid_step, nullptr);
+    }
+    noise_increment& left = m_tree[depth].first;
+    noise_increment& right = m_tree[depth].second;
+    m_source.split(inc, step, node, with_iterated, left, right);
+    const bool ok = trial(m_v, m_full, t, inc) && trial(m_v, m_half, t, left) &&
+                    trial(m_half, m_halves_end, t_mid, right) &&
+                    scaled_change(m_v, m_full, m_halves_end) <= 1.0;
+    if (ok) {
+      // The two half steps are the accepted result; the second is reused unless the first was
+      // changed on being taken (symmetrised to the bit or projected onto the cone).
+      const path_status first =
+          accept(r, t, t_mid, left, step, 2 * node, depth + 1, grid_step, &m_half);
+      if (first != path_status::completed) return first;
+      const bool same = m_v == m_half;
+      return accept(r, t_mid, t_end, right, step, 2 * node + 1, depth + 1, grid_step,
+                    same ? &m_halves_end : nullptr);
+    }
+    ++r.stepping.rejected;
+    const path_status first = adaptive(r, t, t_mid, left, step, 2 * node, depth + 1, grid_step);
+    if (first != path_status::completed) return first;
+    return adaptive(r, t_mid, t_end, right, step, 2 * node + 1, depth + 1, grid_step);
+  }
+
+  /// The checks after a step whose result is m_trial (blow-up, symmetry, cone and its policy);
+  /// on success m_v is the new state.
+  path_status settle(basic_path_result<Public>& r, double t, const noise_increment& inc,
+                     std::uint64_t step, std::uint64_t node, int depth, long long grid_step) {
     // Symmetric by construction on symmetric spaces: make round-off asymmetry exact, and measure it.
     double asymmetry = 0.0;
     if constexpr (is_symmetric_space(space)) asymmetry = symmetrize_measured(m_trial);
@@ -352,7 +534,11 @@ class path_integrator {
   long long m_path;
   noise_increment m_inc;
   std::vector<std::pair<noise_increment, noise_increment>> m_halves;  ///< [depth] = (left, right)
+  /// The step controller's bridge halves, [depth] = (left, right) (adaptive steps only).
+  std::vector<std::pair<noise_increment, noise_increment>> m_tree;
   State m_v, m_trial;
+  State m_full, m_half, m_halves_end;  ///< the controllers' trial steps
+  double m_stop_time = 0.0;
   matrix m_dynamic;
   std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>
       m_checker;
@@ -530,9 +716,15 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
   const State v0 =
       detail::validate_problem("integrate", prob, opt, Stepper::request.needs_iterated_integrals(),
                                resolved);
-  if constexpr (!BridgedNoiseSource<Source>)
+  if constexpr (!BridgedNoiseSource<Source>) {
     if (resolved.policy == pd_policy::refine)
       throw_invalid("integrate", "pd policy 'refine' needs a noise source with a bridge split");
+    if (resolved.control != step_control::fixed)
+      throw_invalid("integrate", detail::format_message("step control '{}' halves steps by the "
+                                                        "Brownian bridge: it needs a noise source "
+                                                        "with a bridge split",
+                                                        to_string(resolved.control)));
+  }
   const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
   detail::validate_source_dimension("integrate", source.dimension(),
                                     prob.sde.noise_dimension(static_cast<int>(v0.rows())),

@@ -4,7 +4,8 @@
 ///   ncsde simulate --V0 "..." [--model M] [model flags] [--T 1] [--dt 1e-3] [--paths 1000]
 ///                  [--seed 1] [--threads 0] [--scheme em|NAME]
 ///                  [--pd-policy throw|count|project|refine] [--blowup-threshold 1e6]
-///                  [--stop-level K]
+///                  [--stop-level K] [--step-control fixed|increment|doubling]
+///                  [--tolerance 0.05] [--max-depth 40]
 ///                  [--out FILE.csv] [--format table|json]
 ///
 /// --scheme takes any registry scheme (ncsde/schemes.hpp; `ncsde convergence --list-schemes`).
@@ -26,6 +27,7 @@
 #include "command.hpp"
 #include "limits.hpp"
 #include "models/model_flags.hpp"
+#include "models/step_flags.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
@@ -38,6 +40,7 @@ namespace {
 
 struct simulate_args {
   model_flags model;
+  step_flags steps;
   std::string v0;
   double t_end = 1.0;
   double dt = 1e-3;
@@ -92,6 +95,7 @@ int run_simulate_command(const simulate_args& a) {
   // was; the grid check also bounds T/dt.
   // The run's size is checked too (limits.hpp): steps, and the memory it keeps per path.
   try {
+    apply_step_flags(a.steps, iopt);
     validate_options(iopt);
     const step_grid grid(0.0, a.t_end, iopt.dt);
     check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.paths, "--paths");
@@ -137,6 +141,7 @@ command simulate_command() {
   c.setup = [](CLI::App& sub) -> std::function<int()> {
     auto a = std::make_shared<simulate_args>();
     add_model_flags(sub, a->model);
+    add_step_flags(sub, a->steps);
     sub.add_option("--V0", a->v0,
                    "Initial state V0, symmetric positive semidefinite: rows separated by ';', "
                    "entries by ',' (e.g. \"1,0.5;0.5,1\")")

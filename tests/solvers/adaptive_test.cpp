@@ -1,0 +1,323 @@
+/// Adaptive steps (integrate_options::control): the Brownian tree they read, pathwise convergence to the fine fixed-step solution on the same path,
+/// converging explosion times, reproducibility, and the options' errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ncsde/analytic.hpp"
+#include "ncsde/brownian.hpp"
+#include "ncsde/ensemble.hpp"
+#include "ncsde/ensemble_io.hpp"
+#include "ncsde/error.hpp"
+#include "ncsde/integrate.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/steppers/milstein.hpp"
+#include "support/mc_stats.hpp"
+
+namespace {
+
+using ncsde::matrix;
+using ncsde::noise_increment;
+using ncsde::random_stream;
+using ncsde::step_control;
+using ncsde::stream_brownian;
+using ncsde::tree_brownian_source;
+using ncsde::vector;
+
+constexpr double eps = std::numeric_limits<double>::epsilon();
+
+/// dX = X³ dt + σ X dW on 1×1 states (euclidean): from x0 > 0 the noiseless solution
+/// x(t) = x0 / √(1 − 2 x0² t) explodes at τ = 1/(2 x0²).
+struct cubic {
+  double sigma = 0.0;
+  int noise_dimension(int) const { return 1; }
+  template <class M>
+  void drift(const M& v, M& out, double) const {
+    out = v.cwiseProduct(v).cwiseProduct(v);
+  }
+  template <class M, class V>
+  void diffusion(const M& v, const V& xi, M& out, double) const {
+    out = sigma * xi(0) * v;
+  }
+};
+
+/// The exact GBM V_T = V0 exp((μ − σ²/2)T + σ W_T) on path `path`, W_T the sum of the base steps'
+/// increments (what every piece of the Brownian tree sums to).
+double gbm_exact(double v0, double mu, double sigma, double t_end, double dt, std::uint64_t seed,
+                 std::uint64_t path) {
+  const ncsde::step_grid grid(0.0, t_end, dt);
+  stream_brownian source(random_stream(seed, path), 1);
+  double w = 0.0;
+  for (long long i = 0; i < grid.steps; ++i) {
+    noise_increment inc;
+    source.increment(static_cast<std::uint64_t>(i), grid.step_size(i), false, inc);
+    w += inc.dw(0);
+  }
+  return v0 * std::exp((mu - 0.5 * sigma * sigma) * t_end + sigma * w);
+}
+
+}  // namespace
+
+TEST_CASE("tree_brownian_source: the pieces of the Brownian tree at a fixed depth") {
+  const random_stream s(3, 8);
+  const double base = 0.4;
+  const int depth = 3;
+  tree_brownian_source tree(s, 2, base, depth);
+  CHECK(tree.dt() == base / 8);
+  stream_brownian root(s, 2);
+  for (std::uint64_t step = 0; step < 3; ++step) {
+    noise_increment whole;
+    root.increment(step, base, true, whole);
+    // The leaves sum to the step's increment; each carries iterated integrals of its own.
+    vector sum = vector::Zero(2);
+    for (std::uint64_t leaf = 0; leaf < 8; ++leaf) {
+      noise_increment piece;
+      tree.increment(step * 8 + leaf, base / 8, true, piece);
+      CHECK(piece.dt == base / 8);
+      CHECK(piece.has_iterated);
+      sum += piece.dw;
+    }
+    CHECK((sum - whole.dw).cwiseAbs().maxCoeff() <= 32 * eps * (1 + whole.dw.cwiseAbs().maxCoeff()));
+  }
+  // A leaf is the increment the engine's splits produce: the same bridge nodes, in the same order.
+  noise_increment top, left, right, leaf;
+  stream_brownian direct(s, 2);
+  direct.increment(1, base, false, top);
+  direct.split(top, 1, 1, false, left, right);   // depth 1
+  noise_increment l2, r2;
+  direct.split(right, 1, 3, false, l2, r2);      // depth 2: node 6, 7
+  noise_increment l3, r3;
+  direct.split(l2, 1, 6, false, l3, r3);         // depth 3: nodes 12, 13
+  tree.increment(8 + (13 - 8), base / 8, false, leaf);  // step 1, leaf 5 = node 13
+  CHECK(leaf.dw == r3.dw);
+  // Any order gives the same pieces (the cache only saves work).
+  noise_increment a, b;
+  tree.increment(13, base / 8, false, a);
+  tree_brownian_source fresh(s, 2, base, depth);
+  fresh.increment(2, base / 8, false, b);
+  fresh.increment(13, base / 8, false, b);
+  CHECK(a.dw == b.dw);
+  CHECK_THROWS_AS(tree.increment(0, base, false, a), ncsde::invalid_argument);
+  CHECK_THROWS_AS(tree_brownian_source(s, 2, base, 31), ncsde::invalid_argument);
+}
+
+TEST_CASE("adaptive steps: a controller that accepts every grid step is the fixed-step run to the bit") {
+  // GBM with small σ and tolerance 1: every grid step changes V by far less than 1 + |V|.
+  const ncsde::analytic::gbm sde({0.1, 0.05});
+  const ncsde::problem prob{sde, matrix::Constant(1, 1, 1.0), 1.0};
+  const ncsde::euler_maruyama<> em;
+  ncsde::integrate_options fixed;
+  fixed.dt = 0.01;
+  for (const step_control c : {step_control::increment, step_control::doubling}) {
+    ncsde::integrate_options adaptive = fixed;
+    adaptive.control = c;
+    adaptive.tolerance = 1.0;
+    const auto a = ncsde::integrate(em, prob, fixed, 4, 2);
+    const auto b = ncsde::integrate(em, prob, adaptive, 4, 2);
+    CHECK(b.stepping.rejected == 0);
+    CHECK(b.stepping.unresolved == 0);
+    if (c == step_control::increment) {
+      // Each grid step accepted whole: the same increments, the same arithmetic.
+      CHECK(b.steps == a.steps);
+      CHECK(b.v(0, 0) == a.v(0, 0));
+      CHECK(b.stepping.deepest == 0);
+    } else {
+      // Doubling takes each grid step as its two bridge halves.
+      CHECK(b.steps == 2 * a.steps);
+      CHECK(b.stepping.deepest == 1);
+    }
+  }
+}
+
+TEST_CASE("adaptive steps converge pathwise to the fine fixed-step solution on the same Brownian path") {
+  // GBM dV = μV dt + σV dW (μ = 0.5, σ = 0.8), T = 1, largest step 0.1, 64 paths. The reference is
+  // the fixed-step run with step 0.1/2^12 on tree_brownian_source (the same tree, read at depth 12)
+  // and, independently, the exact solution from W_T. Errors are root mean squares over the paths.
+  const double mu = 0.5, sigma = 0.8, t_end = 1.0, base = 0.1;
+  const ncsde::analytic::gbm sde({mu, sigma});
+  const ncsde::problem prob{sde, matrix::Constant(1, 1, 1.0), t_end};
+  const ncsde::milstein<> scheme;
+  const int paths = 64;
+  std::vector<double> fine(paths), exact(paths);
+  ncsde::integrate_options fixed;
+  fixed.dt = base / 4096;
+  for (int p = 0; p < paths; ++p) {
+    tree_brownian_source tree(random_stream(21, static_cast<std::uint64_t>(p)), 1, base, 12);
+    fine[p] = ncsde::integrate(scheme, prob, fixed, tree).v(0, 0);
+    exact[p] = gbm_exact(1.0, mu, sigma, t_end, base, 21, static_cast<std::uint64_t>(p));
+  }
+  std::vector<double> to_fine, to_exact, steps;
+  for (const double tol : {1e-2, 1e-3, 1e-4, 1e-5, 1e-6}) {
+    ncsde::integrate_options opt;
+    opt.dt = base;
+    opt.control = step_control::doubling;
+    opt.tolerance = tol;
+    double e_fine = 0.0, e_exact = 0.0, n_steps = 0.0;
+    for (int p = 0; p < paths; ++p) {
+      const auto r = ncsde::integrate(scheme, prob, opt, 21, static_cast<std::uint64_t>(p));
+      CHECK(r.stepping.unresolved == 0);
+      e_fine += std::pow(r.v(0, 0) - fine[p], 2);
+      e_exact += std::pow(r.v(0, 0) - exact[p], 2);
+      n_steps += static_cast<double>(r.steps);
+    }
+    to_fine.push_back(std::sqrt(e_fine / paths));
+    to_exact.push_back(std::sqrt(e_exact / paths));
+    steps.push_back(n_steps / paths);
+    MESSAGE("tolerance " << tol << ": rms error to the fine solution " << to_fine.back()
+                         << ", to the exact one " << to_exact.back() << ", " << steps.back()
+                         << " steps per path");
+  }
+  // Each tenfold tightening cuts the error and costs steps; the tightest run is within 1e-3 of the
+  // fine solution, which is itself within 1e-3 of the exact one.
+  for (std::size_t i = 1; i < to_fine.size(); ++i) {
+    CHECK(to_fine[i] < 0.7 * to_fine[i - 1]);
+    CHECK(steps[i] > steps[i - 1]);
+  }
+  CHECK(to_fine.back() < 1e-3);
+  double fine_exact = 0.0;
+  for (int p = 0; p < paths; ++p) fine_exact += std::pow(fine[p] - exact[p], 2);
+  CHECK(std::sqrt(fine_exact / paths) < 1e-3);
+}
+
+TEST_CASE("adaptive steps resolve an explosion: the blow-up time converges as the tolerance shrinks") {
+  // x' = x³, x0 = 1: x reaches the threshold 1e6 at τ = (1 − 1e-12)/2. The increment controller
+  // (largest step 0.1) keeps the growth per step at most 1 + tolerance, so EM's lag behind the
+  // solution, and the error in the blow-up time, are first order in the tolerance (measured:
+  // 0.0427, 0.0222, 0.0113, 0.0055 at tolerances 0.05 … 0.00625, 377 … 2794 steps).
+  const cubic sde{0.0};
+  const ncsde::problem prob{sde, matrix::Constant(1, 1, 1.0), 1.0};
+  const ncsde::euler_maruyama<> em;
+  const double tau = 0.5 * (1.0 - 1e-12);
+  ncsde::integrate_options base;
+  base.dt = 0.1;
+  std::vector<double> errors;
+  for (const double tol : {0.05, 0.025, 0.0125, 0.00625}) {
+    ncsde::integrate_options opt = base;
+    opt.control = step_control::increment;
+    opt.tolerance = tol;
+    const auto r = ncsde::integrate(em, prob, opt, 1, 0);
+    REQUIRE(r.status == ncsde::path_status::blown_up);
+    errors.push_back(std::abs(r.t_stop - tau));
+    MESSAGE("tolerance " << tol << ": |t_stop - tau| = " << errors.back() << " in " << r.steps
+                         << " steps, deepest halving " << r.stepping.deepest);
+  }
+  for (std::size_t i = 1; i < errors.size(); ++i) CHECK(errors[i] < 0.6 * errors[i - 1]);
+  CHECK(errors.back() < 0.01);
+}
+
+TEST_CASE("adaptive ensembles: the same bits for any thread count and any cut of the path range") {
+  const cubic sde{1.0};
+  const ncsde::problem prob{sde, matrix::Constant(1, 1, 0.6), 2.0};
+  const ncsde::euler_maruyama<> em;
+  ncsde::integrate_options opt;
+  opt.dt = 0.05;
+  opt.control = step_control::increment;
+  opt.tolerance = 0.05;
+  ncsde::ensemble_options eo;
+  eo.paths = 300;
+  eo.seed = 9;
+  eo.keep_paths = true;
+  eo.progress = ncsde::progress_mode::off;
+  eo.threads = 1;
+  auto text = [](ncsde::ensemble_result r) {
+    r.seconds = 0.0;
+    r.threads = 0;
+    std::ostringstream csv;
+    ncsde::write_csv(r, csv);
+    return ncsde::summary_json(r) + csv.str();
+  };
+  const ncsde::ensemble_result one = ncsde::run_ensemble(em, prob, opt, eo);
+  CHECK(one.blown_up > 10);
+  CHECK(one.completed > 10);
+  CHECK(one.stepping.rejected > 0);
+  CHECK(one.control == step_control::increment);
+  eo.threads = 3;
+  CHECK(text(ncsde::run_ensemble(em, prob, opt, eo)) == text(one));
+  // Pieces [0, 100) and [100, 300) on different thread counts, merged through bytes.
+  eo.threads = 2;
+  std::vector<ncsde::ensemble_partial> parts;
+  parts.push_back(ncsde::deserialize_ensemble_partial(
+      ncsde::serialize(ncsde::run_ensemble_range(em, prob, opt, eo, {0, 100}))));
+  eo.threads = 1;
+  parts.push_back(ncsde::deserialize_ensemble_partial(
+      ncsde::serialize(ncsde::run_ensemble_range(em, prob, opt, eo, {100, 300}))));
+  CHECK(text(ncsde::finish_ensemble(ncsde::merge_partials(std::move(parts)), eo)) == text(one));
+  // The JSON summary reports the controller; a fixed-step run's does not mention it.
+  CHECK(ncsde::summary_json(one).find("\"step_control\"") != std::string::npos);
+  ncsde::integrate_options fixed = opt;
+  fixed.control = step_control::fixed;
+  CHECK(ncsde::summary_json(ncsde::run_ensemble(em, prob, fixed, eo)).find("step_control") ==
+        std::string::npos);
+  // Another tolerance is another run: merging refuses it.
+  ncsde::integrate_options other = opt;
+  other.tolerance = 0.1;
+  std::vector<ncsde::ensemble_partial> mixed;
+  mixed.push_back(ncsde::run_ensemble_range(em, prob, opt, eo, {0, 100}));
+  mixed.push_back(ncsde::run_ensemble_range(em, prob, other, eo, {100, 300}));
+  CHECK_THROWS_WITH_AS(ncsde::merge_partials(std::move(mixed)),
+                       doctest::Contains("step control"), ncsde::invalid_argument);
+}
+
+TEST_CASE("adaptive steps on the cone: checks and policies after every accepted piece") {
+  // The Wishart-type GBM of analytic::gbm stays PSD; projections would show as counters.
+  const ncsde::analytic::gbm sde({0.5, 0.5});
+  matrix v0(2, 2);
+  v0 << 1.0, 0.5, 0.5, 1.0;
+  const ncsde::problem prob{sde, v0, 1.0};
+  ncsde::integrate_options opt;
+  opt.dt = 0.1;
+  opt.control = step_control::doubling;
+  opt.tolerance = 1e-3;
+  ncsde::euler_maruyama<> em;
+  const auto r = ncsde::integrate(em, prob, opt, 5, 1);
+  CHECK(r.status == ncsde::path_status::completed);
+  CHECK(r.steps > 20);
+  CHECK(r.stepping.rejected > 0);
+  // The stop condition is checked after every accepted piece: stopping at V11 > 1.2 happens
+  // between grid times.
+  opt.stop_condition = [](const matrix& v, double) { return v(0, 0) > 1.2; };
+  const auto s = ncsde::integrate(em, prob, opt, 5, 1);
+  if (s.status == ncsde::path_status::stopped) CHECK(s.v(0, 0) > 1.2);
+}
+
+TEST_CASE("adaptive steps: bad options are named errors") {
+  const ncsde::analytic::gbm sde;
+  const ncsde::problem prob{sde, matrix::Constant(1, 1, 1.0), 1.0};
+  const ncsde::euler_maruyama<> em;
+  ncsde::integrate_options opt;
+  opt.control = step_control::increment;
+  opt.tolerance = 0.0;
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, opt, 1, 0), doctest::Contains("tolerance"),
+                       ncsde::invalid_argument);
+  opt.tolerance = 0.1;
+  opt.max_depth = 0;
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, opt, 1, 0), doctest::Contains("max_depth"),
+                       ncsde::invalid_argument);
+  opt.max_depth = 40;
+  opt.policy = ncsde::pd_policy::refine;
+  opt.refine_depth = 30;
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, opt, 1, 0), doctest::Contains("max_depth"),
+                       ncsde::invalid_argument);
+  CHECK(ncsde::parse_step_control("doubling") == step_control::doubling);
+  CHECK_THROWS_WITH_AS(ncsde::parse_step_control("adaptive", "--step-control"),
+                       doctest::Contains("--step-control"), ncsde::invalid_argument);
+  // A source without a bridge cannot be halved.
+  const auto grid = std::make_shared<const ncsde::brownian_grid>(random_stream(1, 0), 1, 1000,
+                                                                 1e-3, false);
+  struct plain {
+    ncsde::grid_brownian_source inner;
+    int dimension() const { return inner.dimension(); }
+    void increment(std::uint64_t i, double dt, bool it, noise_increment& out) {
+      inner.increment(i, dt, it, out);
+    }
+  } source{ncsde::grid_brownian_source(grid, 10)};
+  ncsde::integrate_options o2;
+  o2.dt = 1e-2;
+  o2.control = step_control::increment;
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, o2, source), doctest::Contains("bridge"),
+                       ncsde::invalid_argument);
+}

@@ -1,0 +1,316 @@
+/// `ncsde blowup`: the blow-up law of a registered model's covariance SDE, P(τ ≤ t) on a grid of t
+/// and the explosion-time distribution, from an ensemble of paths (ncsde::run_ensemble through
+/// models::model_instance::run_ensemble) with adaptive steps by default.
+///
+///   ncsde blowup --V0 "..." [--model M] [model flags] [--T 2] [--dt 1e-2] [--paths 4000]
+///                [--seed 1] [--threads 0] [--scheme em|NAME]
+///                [--step-control increment|doubling|fixed] [--tolerance 0.05] [--max-depth 40]
+///                [--blowup-threshold 1e6] [--grid 50] [--format table|json] [--plots DIR]
+///
+/// τ is the first time max|V^{ab}| exceeds the blow-up threshold (integrate.hpp). With a fixed step
+/// the estimate is the scheme's and the step's, not the SDE's (a fixed step crosses the superlinear
+/// region in a handful of steps at any dt); the adaptive controllers halve the steps there, so that
+/// the estimate converges as the tolerance shrinks (docs/maths.md, "Explosions").
+///
+/// Output: p_blowup = P(τ ≤ T) with its binomial standard error √(p(1 − p)/N); the curve
+/// P(τ ≤ t_i) at t_i = T·i/grid, i = 1..grid, each with its standard error and the 95% Wilson
+/// score interval; the quantiles of τ among the blown-up paths (the law of τ given τ ≤ T); the step
+/// controller's counters. --plots DIR writes DIR/blowup.csv (the curve) and DIR/blowup.png
+/// (validation/plots/blowup_plot.py: P(τ ≤ t) with its band, and a histogram of τ given τ ≤ T).
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "limits.hpp"
+#include "models/model_flags.hpp"
+#include "models/step_flags.hpp"
+#include "ncsde/ensemble.hpp"
+#include "ncsde/error.hpp"
+#include "ncsde/schemes.hpp"
+#include "ncsde/statistics.hpp"
+#include "ncsde/symmetric.hpp"
+#include "process.hpp"
+
+#ifndef NCSDE_BLOWUP_PLOT_SCRIPT
+#error "NCSDE_BLOWUP_PLOT_SCRIPT must name validation/plots/blowup_plot.py"
+#endif
+
+namespace ncsde::cli {
+namespace {
+
+/// docs/maths.md §9.1 reference state V3: diag (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7.
+constexpr const char* default_v0 =
+    "1, 0.6324555320336759, 0.25099800796022265; "
+    "0.6324555320336759, 1.6, 0.7408103670980852; "
+    "0.25099800796022265, 0.7408103670980852, 0.7";
+
+struct blowup_args {
+  model_flags model;
+  step_flags steps;
+  std::string v0 = default_v0;
+  double t_end = 2.0;
+  double dt = 1e-2;
+  long long paths = 4000;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  std::string scheme = "em";
+  double blowup_threshold = 1e6;
+  int grid = 50;
+  std::string format = "table";
+  std::string plots;
+};
+
+/// P(τ ≤ t) at one t, from k of n paths.
+struct curve_point {
+  double t = 0.0;
+  long long blown_up = 0;
+  double p = 0.0, stderr_ = 0.0, lower = 0.0, upper = 0.0;
+};
+
+/// The 95% Wilson score interval of a binomial proportion k/n (z = 1.959964).
+std::pair<double, double> wilson(long long k, long long n) {
+  const double z = 1.959963984540054;
+  const double nn = static_cast<double>(n), p = static_cast<double>(k) / nn;
+  const double centre = (p + z * z / (2 * nn)) / (1 + z * z / nn);
+  const double half = z / (1 + z * z / nn) * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+std::vector<curve_point> blowup_curve(const ensemble_result& r, int grid) {
+  std::vector<curve_point> out;
+  const double n = static_cast<double>(r.paths);
+  for (int i = 1; i <= grid; ++i) {
+    curve_point c;
+    c.t = i == grid ? r.t_end : r.t0 + (r.t_end - r.t0) * i / grid;
+    c.blown_up = std::upper_bound(r.explosion_times.begin(), r.explosion_times.end(), c.t) -
+                 r.explosion_times.begin();
+    c.p = static_cast<double>(c.blown_up) / n;
+    c.stderr_ = std::sqrt(c.p * (1 - c.p) / n);
+    std::tie(c.lower, c.upper) = wilson(c.blown_up, r.paths);
+    out.push_back(c);
+  }
+  return out;
+}
+
+nlohmann::json parameters_json(const model_flags& model) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : model.parameter_values().items())
+    std::visit([&, key = name](const auto& x) { j[key] = x; }, value);
+  return j;
+}
+
+std::string parameters_text(const model_flags& model) {
+  std::string out;
+  for (const auto& [name, value] : model.parameter_values().items())
+    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name,
+                       std::visit([](const auto& x) { return fmt::format("{}", x); }, value));
+  return out;
+}
+
+constexpr double quantile_levels[] = {0.05, 0.25, 0.5, 0.75, 0.95};
+
+std::string json_report(const blowup_args& a, const ensemble_result& r,
+                        const std::vector<curve_point>& curve) {
+  using nlohmann::json;
+  auto number = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+  json j;
+  j["model"] = a.model.model;
+  j["parameters"] = parameters_json(a.model);
+  j["m"] = r.m;
+  j["scheme"] = r.scheme;
+  j["step_control"] = std::string(to_string(r.control));
+  j["tolerance"] = r.control == step_control::fixed ? json(nullptr) : json(r.tolerance);
+  j["dt"] = r.dt;
+  j["T"] = r.t_end;
+  j["paths"] = r.paths;
+  j["seed"] = r.seed;
+  j["threads"] = r.threads;
+  j["blowup_threshold"] = a.blowup_threshold;
+  j["blown_up"] = r.blown_up;
+  j["p_blowup"] = r.blown_up_fraction();
+  j["p_blowup_stderr"] = r.blown_up_stderr();
+  json q = json::object();
+  for (const double level : quantile_levels)
+    q[fmt::format("q{:g}", level)] = number(quantile_sorted(r.explosion_times, level));
+  j["explosion_time_quantiles"] = q;
+  // A distribution-free 95% interval of the median of τ given τ ≤ T: the order statistics of ranks
+  // n/2 ∓ 1.96·√n/2 among the n blown-up paths (the binomial(n, ½) count below the median).
+  const auto& times = r.explosion_times;
+  if (times.size() >= 10) {
+    const double n = static_cast<double>(times.size());
+    const double half = 1.959963984540054 * std::sqrt(n) / 2;
+    const auto rank = [&](double x) {
+      return static_cast<std::size_t>(std::clamp(std::floor(x), 0.0, n - 1));
+    };
+    j["explosion_time_median_ci95"] = {times[rank(n / 2 - half)], times[rank(n / 2 + half)]};
+  } else {
+    j["explosion_time_median_ci95"] = nullptr;
+  }
+  json c = json::array();
+  for (const curve_point& p : curve)
+    c.push_back({{"t", p.t}, {"blown_up", p.blown_up}, {"p", p.p}, {"stderr", p.stderr_},
+                 {"wilson_lower", p.lower}, {"wilson_upper", p.upper}});
+  j["curve"] = c;
+  j["steps"] = r.steps;
+  j["steps_per_path"] = r.paths ? double(r.steps) / double(r.paths) : 0.0;
+  j["rejected"] = r.stepping.rejected;
+  j["unresolved"] = r.stepping.unresolved;
+  j["deepest_halving"] = r.stepping.deepest;
+  j["seconds"] = r.seconds;
+  return j.dump(2);
+}
+
+void table_report(const blowup_args& a, const ensemble_result& r,
+                  const std::vector<curve_point>& curve, std::ostream& os) {
+  os << fmt::format("blow-up law: {} ({}), m = {}, T = {}, scheme {}, {} steps", a.model.model,
+                    parameters_text(a.model), r.m, r.t_end, r.scheme, to_string(r.control));
+  if (r.control != step_control::fixed)
+    os << fmt::format(" (tolerance {}, largest step dt = {})", r.tolerance, r.dt);
+  else
+    os << fmt::format(" (dt = {})", r.dt);
+  os << fmt::format(", {} paths, seed {}, threshold {:g}\n", r.paths, r.seed, a.blowup_threshold);
+  os << fmt::format("P(tau <= T) = {:.5f} ± {:.5f}  ({} of {} paths)\n", r.blown_up_fraction(),
+                    r.blown_up_stderr(), r.blown_up, r.paths);
+  os << "explosion time given tau <= T:";
+  for (const double level : quantile_levels)
+    os << fmt::format("  q{:g} = {:.6g}", level, quantile_sorted(r.explosion_times, level));
+  os << '\n';
+  os << fmt::format("steps per path {:.1f}, rejected {}, unresolved {}, deepest halving {} ({:.2f} s, "
+                    "{} threads)\n",
+                    r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.rejected,
+                    r.stepping.unresolved, r.stepping.deepest, r.seconds, r.threads);
+  os << fmt::format("{:>10} {:>10} {:>10} {:>21}\n", "t", "P(tau<=t)", "stderr", "95% Wilson");
+  const std::size_t every = std::max<std::size_t>(1, curve.size() / 10);
+  for (std::size_t i = 0; i < curve.size(); ++i)
+    if ((i + 1) % every == 0 || i + 1 == curve.size())
+      os << fmt::format("{:>10.4g} {:>10.5f} {:>10.5f}   [{:.5f}, {:.5f}]\n", curve[i].t,
+                        curve[i].p, curve[i].stderr_, curve[i].lower, curve[i].upper);
+}
+
+void write_curve_csv(const blowup_args& a, const ensemble_result& r,
+                     const std::vector<curve_point>& curve, std::ostream& os) {
+  os << "# " << a.model.model << " (" << parameters_text(a.model) << "), scheme " << r.scheme
+     << ", " << to_string(r.control) << " steps";
+  if (r.control != step_control::fixed) os << fmt::format(", tolerance {}", r.tolerance);
+  os << fmt::format(", dt {}, {} paths\n", r.dt, r.paths);
+  os << "t,blown_up,p,stderr,wilson_lower,wilson_upper\n";
+  for (const curve_point& c : curve)
+    os << fmt::format("{},{},{},{},{},{}\n", c.t, c.blown_up, c.p, c.stderr_, c.lower, c.upper);
+  // The explosion times themselves, for the density plot.
+  os << "# explosion times\n";
+  for (const double t : r.explosion_times) os << fmt::format("# tau,{}\n", t);
+}
+
+int run_blowup_command(const blowup_args& a) {
+  const std::optional<models::model_instance> sde = make_model(a.model);
+  if (!sde) return exit_usage;
+  const std::optional<matrix> v0 = read_state(a.v0, "--V0", true);
+  if (!v0) return exit_usage;
+
+  integrate_options iopt;
+  iopt.dt = a.dt;
+  iopt.blowup_threshold = a.blowup_threshold;
+  ensemble_options eopt;
+  eopt.seed = a.seed;
+  eopt.paths = a.paths;
+  eopt.threads = a.threads;
+  try {
+    apply_step_flags(a.steps, iopt);
+    validate_options(iopt);
+    if (a.grid < 1 || a.grid > 100000)
+      throw_invalid_argument("ncsde blowup", "--grid", a.grid, "in [1, 100000]");
+    const step_grid grid(0.0, a.t_end, iopt.dt);
+    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.paths, "--paths");
+  } catch (const ncsde::invalid_argument& e) {
+    report_invalid_argument(e);
+    return exit_usage;
+  }
+
+  const std::filesystem::path script(NCSDE_BLOWUP_PLOT_SCRIPT);
+  const std::filesystem::path dir(a.plots);
+  std::optional<output_file> plot_data;
+  if (!a.plots.empty()) {
+    if (!plotting_available("blowup", script.string())) return exit_failure;
+    if (!create_plot_directory("blowup", dir)) return exit_usage;
+    plot_data.emplace("blowup", "--plots", dir / "blowup.csv");
+    if (!plot_data->ok()) return exit_usage;
+  }
+
+  const ensemble_result r = sde->run_ensemble(a.scheme, *v0, a.t_end, iopt, eopt);
+  const std::vector<curve_point> curve = blowup_curve(r, a.grid);
+  if (a.format == "json")
+    std::cout << json_report(a, r, curve) << '\n';
+  else
+    table_report(a, r, curve, std::cout);
+
+  if (plot_data) {
+    write_curve_csv(a, r, curve, plot_data->stream());
+    if (!plot_data->commit()) return exit_failure;
+    const std::filesystem::path png = dir / "blowup.png";
+    if (!run_plot_script("blowup", script.string(), {png.string(), (dir / "blowup.csv").string()}))
+      return exit_failure;
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+command blowup_command() {
+  command c;
+  c.name = "blowup";
+  c.description = "Blow-up law of a model's covariance SDE: P(tau <= t) and the explosion times";
+  c.setup = [](CLI::App& sub) -> std::function<int()> {
+    auto a = std::make_shared<blowup_args>();
+    a->model.model = "transformer";
+    add_model_flags(sub, a->model);
+    add_step_flags(sub, a->steps, "increment");
+    sub.add_option("--V0", a->v0,
+                   "Initial state V0, symmetric positive semidefinite: rows separated by ';', "
+                   "entries by ','; default: the reference state V3 (diag 1, 1.6, 0.7; rho12 = 0.5, "
+                   "rho13 = 0.3, rho23 = 0.7)")
+        ->capture_default_str();
+    sub.add_option("--T", a->t_end, "Final time T, > 0")->capture_default_str();
+    sub.add_option("--dt", a->dt, "Grid step (with adaptive steps: the largest step), > 0")
+        ->capture_default_str();
+    sub.add_option("--paths", a->paths, "Number of paths")
+        ->transform(decimal_integer)
+        ->check(CLI::Range(1LL, 1'000'000'000LL))
+        ->capture_default_str();
+    sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
+        ->transform(non_negative_integer)
+        ->capture_default_str();
+    sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
+        ->transform(decimal_integer)
+        ->check(CLI::Range(0, 4096))
+        ->capture_default_str();
+    sub.add_option("--scheme", a->scheme, "Scheme (see ncsde convergence --list-schemes)")
+        ->check(CLI::IsMember(scheme_names()))
+        ->capture_default_str();
+    sub.add_option("--blowup-threshold", a->blowup_threshold,
+                   "max |V^ab| above which a path has blown up, in (0, 1e100]")
+        ->capture_default_str();
+    sub.add_option("--grid", a->grid, "Points t = T*i/grid of the curve P(tau <= t)")
+        ->transform(decimal_integer)
+        ->capture_default_str();
+    sub.add_option("--format", a->format, "Report format")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    sub.add_option("--plots", a->plots, "Write blowup.csv and blowup.png into this directory");
+    return [a]() { return run_blowup_command(*a); };
+  };
+  return c;
+}
+
+}  // namespace ncsde::cli

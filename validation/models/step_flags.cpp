@@ -1,0 +1,39 @@
+#include "models/step_flags.hpp"
+
+#include <vector>
+
+#include "ncsde/error.hpp"
+
+namespace ncsde::cli {
+
+void add_step_flags(CLI::App& sub, step_flags& flags, const std::string& default_control) {
+  flags.control = default_control;
+  std::vector<std::string> names;
+  for (const step_control_descriptor& d : step_controls()) names.emplace_back(d.name);
+  sub.add_option("--step-control", flags.control,
+                 "How steps are chosen inside each grid step of --dt: fixed (the grid), increment "
+                 "(halve until a step changes V by at most tolerance*(1 + max|V|)) or doubling "
+                 "(step-doubling error control); adaptive steps read one Brownian path whatever "
+                 "the tolerance")
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  sub.add_option("--tolerance", flags.tolerance,
+                 "Tolerance of the adaptive step controllers, in (0, 1]")
+      ->capture_default_str();
+  sub.add_option("--max-depth", flags.max_depth,
+                 "Largest number of halvings of a grid step by an adaptive controller, 1..50")
+      ->capture_default_str();
+}
+
+void apply_step_flags(const step_flags& flags, integrate_options& opt) {
+  opt.control = parse_step_control(flags.control, "--step-control");
+  if (opt.control == step_control::fixed) return;
+  if (!(flags.tolerance > 0) || !(flags.tolerance <= 1))
+    throw_invalid_argument("ncsde", "--tolerance", flags.tolerance, "in (0, 1]");
+  if (flags.max_depth < 1 || flags.max_depth > 50)
+    throw_invalid_argument("ncsde", "--max-depth", flags.max_depth, "in [1, 50]");
+  opt.tolerance = flags.tolerance;
+  opt.max_depth = flags.max_depth;
+}
+
+}  // namespace ncsde::cli
