@@ -112,7 +112,7 @@ std::string summary_json(const ensemble_result& r, int indent) {
     st["control"] = std::string(to_string(r.control));
     st["tolerance"] = r.tolerance;
     st["steps"] = r.steps;
-    st["rejected"] = r.stepping.rejected;
+    st["refinements"] = r.stepping.refinements;
     st["unresolved"] = r.stepping.unresolved;
     st["deepest_halving"] = r.stepping.deepest;
     st["steps_per_path"] = r.paths ? double(r.steps) / double(r.paths) : 0.0;
@@ -161,10 +161,10 @@ std::string summary_table(const ensemble_result& r) {
   s += fmt::format("completed {}  stopped {}  blown up {} ({:.4f} ± {:.4f})\n", r.completed, r.stopped,
                    r.blown_up, r.blown_up_fraction(), r.blown_up_stderr());
   if (r.control != step_control::fixed)
-    s += fmt::format("steps: {} control, tolerance {}: {:.1f} per path, {} rejected, {} unresolved, "
+    s += fmt::format("steps: {} control, tolerance {}: {:.1f} per path, {} refinements, {} unresolved, "
                      "deepest halving {}\n",
                      to_string(r.control), r.tolerance,
-                     r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.rejected,
+                     r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.refinements,
                      r.stepping.unresolved, r.stepping.deepest);
   if (layout.space == state_space::psd_cone)
     s += fmt::format("cone: violations {}  projected {}  refined {}  boundary {}  paths with violations {}\n",

@@ -185,7 +185,7 @@ class writer {
     put(c.min_eigenvalue);
   }
   void put(const step_stats& c) {
-    put(c.rejected);
+    put(c.refinements);
     put(c.unresolved);
     put(static_cast<std::int64_t>(c.deepest));
   }
@@ -309,10 +309,10 @@ class reader {
   }
   step_stats stepping() {
     step_stats c;
-    c.rejected = i64();
+    c.refinements = i64();
     c.unresolved = i64();
     const long long deepest = i64();
-    if (c.rejected < 0 || c.unresolved < 0 || deepest < 0 || deepest > 64)
+    if (c.refinements < 0 || c.unresolved < 0 || deepest < 0 || deepest > 64)
       fail("step counters out of range");
     c.deepest = static_cast<int>(deepest);
     return c;

@@ -79,7 +79,7 @@ step_control parse_step_control(std::string_view text, std::string_view param) {
 }
 
 step_stats& step_stats::operator+=(const step_stats& o) {
-  rejected += o.rejected;
+  refinements += o.refinements;
   unresolved += o.unresolved;
   deepest = std::max(deepest, o.deepest);
   return *this;

@@ -104,7 +104,7 @@ struct ensemble_result {
   pd_counters pd;                       ///< cone events (zero off the cone)
   long long paths_with_violations = 0;
   /// The step controller (integrate_options::control) and, when it is adaptive, its tolerance and
-  /// counters summed over the paths: steps taken (accepted pieces), rejected and unresolved pieces,
+  /// counters summed over the paths: steps taken (pieces), refinements and unresolved pieces,
   /// the deepest halving. Reported only for adaptive runs.
   step_control control = step_control::fixed;
   double tolerance = 0.0;

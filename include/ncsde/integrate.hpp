@@ -17,9 +17,9 @@
 /// naming the coefficient, path, step and time.
 ///
 /// Adaptive steps (integrate_options::control, step_control below): each grid step is the root of a
-/// dyadic tree of pieces, and a piece the controller rejects is replaced by its two halves, whose
-/// increments come from the Brownian bridge of the piece (BridgedNoiseSource::split, node numbers
-/// as a heap: 1 the grid step, 2n and 2n + 1 the halves of piece n). The Brownian path is therefore
+/// dyadic tree of pieces, the controller picks the depth of each piece before reading it, and the
+/// halves of a piece get their increments from its Brownian bridge (BridgedNoiseSource::split, node
+/// numbers as a heap: 1 the grid step, 2n and 2n + 1 the halves of piece n). The Brownian path is therefore
 /// the same whatever the tolerance or the step sequence (a Brownian tree on the counter-based
 /// stream): a tighter tolerance only reads the same path at finer times. The checks above run after
 /// every accepted piece, the stop condition too; save times stay grid times.
@@ -93,21 +93,30 @@ struct pd_counters {
 enum class path_status { completed, blown_up, stopped };
 std::string_view to_string(path_status s);
 
-/// How the engine chooses its steps inside each grid step (dt is then the largest step).
+/// How the engine chooses its steps inside each grid step (dt is then the largest step). The
+/// adaptive controllers take pieces of the dyadic tree of each grid step, of length dt·2^-d, and
+/// choose the depth d of a piece *before* reading its increment, from the state at its start and
+/// the steps already taken: a step size that depended on its own Brownian increment (accept when
+/// the increment is small, halve when it is large) would select increments, bias the quadratic
+/// variation the scheme sees and converge to the wrong law (docs/maths.md §8.4).
 ///  - fixed: the grid steps themselves (the default; the engine as without adaptivity);
-///  - increment: a piece is accepted when its step changes the state by at most
-///    tolerance·(1 + max|X|) (max-norm), else it is halved. A state-dependent step in the spirit of
-///    Fang & Giles' adaptive Euler–Maruyama for superlinear drift (h·|b(X)| kept proportional to
-///    1 + |X|) and of the explosion-resolving steps of Dávila, Fernández Bonder, Rossi, Groisman and
-///    Sued (h ∝ |X|^{-(p−1)} for drift growing like |X|^p: for a cubic drift h ∝ |X|^{-2}), so that
-///    the state grows by a bounded factor per step all the way to the blow-up threshold and the
-///    explosion time is resolved; the noise part of the step is bounded the same way;
-///  - doubling: error control by step doubling: a piece's one-step result is compared with its two
-///    half steps (from the bridge halves of its increment); the piece is accepted, as the two
-///    half steps, when max|X_full − X_halves| ≤ tolerance·(1 + max|X|), else each half is treated
-///    the same way (rejection with memory: the rejected piece's increment is kept and split).
-/// A piece is never split past max_depth halvings (dt·2^-max_depth) or below the time resolution of
-/// doubles at t; such a piece is taken as it is and counted as unresolved.
+///  - increment: two bounds (max-norms): h·|b(X)| ≤ tolerance·(1 + |X|) at the start of the piece
+///    (the drift bound), and a change of the state in the previous step of at most
+///    √tolerance·(1 + |X|), which sets the next depth (a change r times the bound refines by
+///    ⌈2 log₂ r⌉ halvings, since a noise-driven change scales like √h; a change under a quarter of
+///    it coarsens by one). √tolerance is what the drift bound leaves a noise of degree (p + 1)/2
+///    near explosion (√h·|X|² with h ∝ tolerance/|X|² for a cubic drift), so the change bound
+///    catches noise that grows faster without refining the bulk of a path. A
+///    state-dependent step in the spirit of Fang & Giles' adaptive Euler–Maruyama for superlinear
+///    drift and of the explosion-resolving steps of Dávila, Fernández Bonder, Rossi, Groisman and
+///    Sued (h ∝ |X|^{-(p−1)} for a drift of degree p: |X|^{-2} for a cubic drift), so that the state
+///    grows by a bounded factor per step up to the blow-up threshold and explosion times converge;
+///  - doubling: error control by step doubling without rejection: a piece is taken as its two half
+///    steps, the one-step result is kept only for the estimate max|X_full − X_halves|, and that error
+///    relative to tolerance·(1 + max|X|) sets the next depth (⌈log₂ e⌉ halvings for an error e > 1,
+///    one coarsening for e < ¼); the drift bound applies too.
+/// A piece is never finer than max_depth halvings (dt·2^-max_depth) or below the time resolution of
+/// doubles at t; a step that the bounds would have wanted finer is counted as unresolved.
 enum class step_control { fixed, increment, doubling };
 
 std::string_view to_string(step_control c);
@@ -125,7 +134,7 @@ const std::array<step_control_descriptor, 3>& step_controls();
 
 /// Per-path counters of the step controller (all zero but `steps` with fixed steps).
 struct step_stats {
-  long long rejected = 0;    ///< pieces the controller replaced by their halves
+  long long refinements = 0;  ///< halvings the controller made (depth increases)
   long long unresolved = 0;  ///< pieces taken at the depth or time-resolution limit
   int deepest = 0;           ///< largest number of halvings of an accepted piece
 
@@ -274,7 +283,7 @@ class path_integrator {
       if (m_opt.control != step_control::fixed) {
         // The stop condition is checked after every accepted piece, by adaptive().
         const path_status st =
-            adaptive(r, t, grid.time(i + 1), m_inc, static_cast<std::uint64_t>(i), 1, 0, i);
+            adaptive(r, t, grid.time(i + 1), static_cast<std::uint64_t>(i), i);
         r.t_stop = grid.time(i + 1);
         if (st != path_status::completed) {
           r.t_stop = st == path_status::blown_up ? m_blowup_time : m_stop_time;
@@ -333,9 +342,8 @@ class path_integrator {
     return settle(r, t, inc, step, node, depth, grid_step);
   }
 
-  /// One step from `from` at t with `inc` into `to`, for a controller's trial: false when a
-  /// coefficient returned a non-finite value (the piece is then rejected, or, at the depth limit,
-  /// taken by advance(), which reports the error).
+  /// One step from `from` at t with `inc` into `to`, for the doubling controller's full step: false
+  /// when a coefficient returned a non-finite value (the halves, taken by advance(), report it).
   bool trial(const State& from, State& to, double t, const noise_increment& inc) {
     to = from;
     try {
@@ -355,89 +363,137 @@ class path_integrator {
     return std::isfinite(ratio) ? ratio : std::numeric_limits<double>::infinity();
   }
 
-  /// Takes `inc` over [t, t_end] from m_v as one accepted piece (the trial `stepped`, when given,
-  /// is the step's result already), then checks the stop condition at t_end.
-  path_status accept(basic_path_result<Public>& r, double t, double t_end, const noise_increment& inc,
-                     std::uint64_t step, std::uint64_t node, int depth, long long grid_step,
-                     const State* stepped) {
-    path_status st;
-    if (stepped != nullptr) {
-      m_trial = *stepped;
-      st = settle(r, t, inc, step, node, 0, grid_step);
+  /// Grid step `step` over [t0, t1] (increment m_inc) as a walk through the dyadic tree of its
+  /// pieces, under the step controller (see step_control). The depth of each piece is chosen before
+  /// its increment is read — from the state at its start (the drift bound) and from the steps
+  /// already taken (their measured change or error) — so the choice never depends on the piece's
+  /// own Brownian increment: the steps are predictable and select no increments.
+  path_status adaptive(basic_path_result<Public>& r, double t0, double t1, std::uint64_t step,
+                       long long grid_step) {
+    if constexpr (!BridgedNoiseSource<Source>) {
+      throw invalid_argument(
+          "integrate: adaptive steps need a noise source with a bridge split (BridgedNoiseSource)");
     } else {
-      st = advance(r, t, inc, step, node, 0, grid_step);
+      for (level& l : m_tree) l.valid = false;
+      const bool doubling = m_opt.control == step_control::doubling;
+      // Doubling takes a piece at depth d as its two halves at depth d + 1.
+      const int deepest = doubling ? m_opt.max_depth - 1 : m_opt.max_depth;
+      const double span = t1 - t0;
+      int d = std::min(m_depth, deepest);
+      std::uint64_t j = 0;  // index of the current piece among the 2^d of depth d
+      for (;;) {
+        const double ta = piece_time(t0, t1, d, j);
+        // The drift bound: h·max|b(V)| ≤ tolerance·(1 + max|V|), from the state at the start.
+        const double bound = drift_bound(ta);
+        while (d < deepest && std::ldexp(span, -d) > bound && resolvable(t0, span, d + 1)) {
+          ++d;
+          j <<= 1;
+          ++r.stepping.refinements;
+        }
+        const bool limited = std::ldexp(span, -d) > bound;
+        const double tb = piece_time(t0, t1, d, j + 1);
+        const noise_increment& inc = piece(step, d, j);
+        const std::uint64_t node = (std::uint64_t{1} << d) + j;
+        m_start = m_v;
+        double measure = 0.0;
+        path_status st;
+        if (!doubling) {
+          st = take(r, ta, tb, inc, step, node, d, grid_step);
+          if (st != path_status::completed) return st;
+          // The change bound is √tolerance·(1 + max|V|): what the drift bound leaves to a noise of
+          // half the drift's degree plus one half (noise ∝ |V|^{(p+1)/2}) near explosion.
+          measure = scaled_change(m_start, m_v, m_start) * std::sqrt(m_opt.tolerance);
+        } else {
+          // The full step (for the estimate only), then the two halves, which are taken.
+          const bool full_ok = trial(m_start, m_full, ta, inc);
+          const double tm = piece_time(t0, t1, d + 1, 2 * j + 1);
+          const noise_increment& left = piece(step, d + 1, 2 * j);
+          st = take(r, ta, tm, left, step, 2 * node, d + 1, grid_step);
+          if (st != path_status::completed) return st;
+          const noise_increment& right = piece(step, d + 1, 2 * j + 1);
+          st = take(r, tm, tb, right, step, 2 * node + 1, d + 1, grid_step);
+          if (st != path_status::completed) return st;
+          measure = full_ok ? scaled_change(m_start, m_full, m_v)
+                            : std::numeric_limits<double>::infinity();
+        }
+        if (limited || (measure > 1.0 && (d >= deepest || !resolvable(t0, span, d + 1))))
+          ++r.stepping.unresolved;
+        ++j;
+        if (j == (std::uint64_t{1} << d)) break;
+        // The next piece's depth from this step's measure: finer when it exceeded the tolerance
+        // (the change of a noise-driven step scales like √h, a local error like h), coarser by one
+        // when it was well inside and the next piece starts a piece of the coarser depth.
+        if (measure > 1.0) {
+          const double halvings = std::ceil((doubling ? 1.0 : 2.0) * std::log2(std::min(measure, 1e6)));
+          int nd = d + static_cast<int>(std::clamp(halvings, 1.0, 8.0));
+          nd = std::min(nd, deepest);
+          while (nd > d && !resolvable(t0, span, nd)) --nd;
+          if (nd > d) {
+            r.stepping.refinements += nd - d;
+            j <<= (nd - d);
+            d = nd;
+          }
+        } else if (measure < 0.25 && d > 0 && (j & 1) == 0) {
+          --d;
+          j >>= 1;
+        }
+      }
+      m_depth = d;
+      return path_status::completed;
     }
+  }
+
+  /// The start of piece j of depth d of [t0, t1] (t1 itself for j = 2^d).
+  static double piece_time(double t0, double t1, int d, std::uint64_t j) {
+    if (j == (std::uint64_t{1} << d)) return t1;
+    return t0 + std::ldexp((t1 - t0) * static_cast<double>(j), -d);
+  }
+
+  /// Pieces of depth d are still distinct times of doubles at this grid step.
+  static bool resolvable(double t0, double span, int d) {
+    return std::ldexp(span, -d) >
+           16.0 * std::numeric_limits<double>::epsilon() * (std::abs(t0) + std::abs(span));
+  }
+
+  /// tolerance·(1 + max|V|) / max|b(t, V)| at the current state (+inf for a zero or non-finite
+  /// drift, which the step itself then reports).
+  double drift_bound(double t) {
+    m_drift.resizeLike(m_v);
+    m_sde.drift(m_v, m_drift, t);
+    const double b = m_drift.cwiseAbs().maxCoeff();
+    const double bound = m_opt.tolerance * (1.0 + m_v.cwiseAbs().maxCoeff()) / b;
+    return std::isfinite(bound) && bound > 0 ? bound : std::numeric_limits<double>::infinity();
+  }
+
+  /// The increment of piece `index` of depth `depth` of grid step `step` (m_inc at depth 0), split
+  /// from its parent by the bridge (heap node 2^(depth−1) + index/2) unless kept from before.
+  const noise_increment& piece(std::uint64_t step, int depth, std::uint64_t index) {
+    if (depth == 0) return m_inc;
+    level& l = m_tree[static_cast<std::size_t>(depth - 1)];
+    const std::uint64_t parent = index >> 1;
+    if (!l.valid || l.parent != parent) {
+      const noise_increment& p = piece(step, depth - 1, parent);
+      m_source.split(p, step, (std::uint64_t{1} << (depth - 1)) + parent, with_iterated, l.left,
+                     l.right);
+      l.valid = true;
+      l.parent = parent;
+    }
+    return (index & 1) != 0 ? l.right : l.left;
+  }
+
+  /// Takes `inc` over [t, t_end] from m_v as one piece (heap node `node` at `depth`), then checks
+  /// the stop condition at t_end.
+  path_status take(basic_path_result<Public>& r, double t, double t_end, const noise_increment& inc,
+                   std::uint64_t step, std::uint64_t node, int depth, long long grid_step) {
+    const path_status st = advance(r, t, inc, step, node, 0, grid_step);
     ++r.steps;
     r.stepping.deepest = std::max(r.stepping.deepest, depth);
-    if (st == path_status::blown_up) return st;
+    if (st != path_status::completed) return st;
     if (m_opt.stop_condition && m_opt.stop_condition(dynamic_state(), t_end)) {
       m_stop_time = t_end;
       return path_status::stopped;
     }
     return path_status::completed;
-  }
-
-  /// Piece `node` (at `depth` halvings) of grid step `step`, over [t, t_end] with increment inc,
-  /// under the step controller (see step_control): accepted as it is (increment) or as its two
-  /// halves (doubling), or replaced by its two halves, each treated the same way.
-  path_status adaptive(basic_path_result<Public>& r, double t, double t_end,
-                       const noise_increment& inc, std::uint64_t step, std::uint64_t node,
-                       int depth, long long grid_step) {
-    if constexpr (!BridgedNoiseSource<Source>) {
-      throw invalid_argument(
-          "integrate: adaptive steps need a noise source with a bridge split (BridgedNoiseSource)");
-    } else {
-      return adaptive_piece(r, t, t_end, inc, step, node, depth, grid_step);
-    }
-  }
-
-  path_status adaptive_piece(basic_path_result<Public>& r, double t, double t_end,
-                             const noise_increment& inc, std::uint64_t step, std::uint64_t node,
-                             int depth, long long grid_step) {
-    const double t_mid = t + 0.5 * (t_end - t);
-    // Below the time resolution of doubles at t the halves would not be two distinct pieces.
-    const bool splittable = depth < m_opt.max_depth && t < t_mid && t_mid < t_end &&
-                            (t_end - t) > 16.0 * std::numeric_limits<double>::epsilon() *
-                                              std::max(std::abs(t), std::abs(t_end));
-    if (m_opt.control == step_control::increment) {
-      const bool ok = trial(m_v, m_full, t, inc) && scaled_change(m_v, m_full, m_v) <= 1.0;
-      if (ok || !splittable) {
-        if (!ok) ++r.stepping.unresolved;
-        return accept(r, t, t_end, inc, step, node, depth, grid_step, ok ? &m_full : nullptr);
-      }
-      ++r.stepping.rejected;
-      noise_increment& left = m_tree[depth].first;
-      noise_increment& right = m_tree[depth].second;
-      m_source.split(inc, step, node, with_iterated, left, right);
-      const path_status first = adaptive(r, t, t_mid, left, step, 2 * node, depth + 1, grid_step);
-      if (first != path_status::completed) return first;
-      return adaptive(r, t_mid, t_end, right, step, 2 * node + 1, depth + 1, grid_step);
-    }
-    // doubling: a piece that cannot be split was reached because its parent was rejected.
-    if (!splittable) {
-      ++r.stepping.unresolved;
-      return accept(r, t, t_end, inc, step, node, depth, grid_step, nullptr);
-    }
-    noise_increment& left = m_tree[depth].first;
-    noise_increment& right = m_tree[depth].second;
-    m_source.split(inc, step, node, with_iterated, left, right);
-    const bool ok = trial(m_v, m_full, t, inc) && trial(m_v, m_half, t, left) &&
-                    trial(m_half, m_halves_end, t_mid, right) &&
-                    scaled_change(m_v, m_full, m_halves_end) <= 1.0;
-    if (ok) {
-      // The two half steps are the accepted result; the second is reused unless the first was
-      // changed on being taken (symmetrised to the bit or projected onto the cone).
-      const path_status first =
-          accept(r, t, t_mid, left, step, 2 * node, depth + 1, grid_step, &m_half);
-      if (first != path_status::completed) return first;
-      const bool same = m_v == m_half;
-      return accept(r, t_mid, t_end, right, step, 2 * node + 1, depth + 1, grid_step,
-                    same ? &m_halves_end : nullptr);
-    }
-    ++r.stepping.rejected;
-    const path_status first = adaptive(r, t, t_mid, left, step, 2 * node, depth + 1, grid_step);
-    if (first != path_status::completed) return first;
-    return adaptive(r, t_mid, t_end, right, step, 2 * node + 1, depth + 1, grid_step);
   }
 
   /// The checks after a step whose result is m_trial (blow-up, symmetry, cone and its policy);
@@ -534,10 +590,17 @@ class path_integrator {
   long long m_path;
   noise_increment m_inc;
   std::vector<std::pair<noise_increment, noise_increment>> m_halves;  ///< [depth] = (left, right)
-  /// The step controller's bridge halves, [depth] = (left, right) (adaptive steps only).
-  std::vector<std::pair<noise_increment, noise_increment>> m_tree;
+  /// The step controller's pieces: m_tree[d − 1] holds the two children (depth d) of piece
+  /// `parent` of depth d − 1 of the current grid step (adaptive steps only).
+  struct level {
+    noise_increment left, right;
+    std::uint64_t parent = 0;
+    bool valid = false;
+  };
+  std::vector<level> m_tree;
   State m_v, m_trial;
-  State m_full, m_half, m_halves_end;  ///< the controllers' trial steps
+  State m_start, m_full, m_drift;  ///< the controllers' workspaces
+  int m_depth = 0;                 ///< the controller's depth, carried from one grid step to the next
   double m_stop_time = 0.0;
   matrix m_dynamic;
   std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>

@@ -85,7 +85,8 @@ std::pair<double, double> wilson(long long k, long long n) {
   const double nn = static_cast<double>(n), p = static_cast<double>(k) / nn;
   const double centre = (p + z * z / (2 * nn)) / (1 + z * z / nn);
   const double half = z / (1 + z * z / nn) * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
-  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+  // The interval's ends at k = 0 and k = n are 0 and 1 exactly (not a rounding away from them).
+  return {k == 0 ? 0.0 : std::max(0.0, centre - half), k == n ? 1.0 : std::min(1.0, centre + half)};
 }
 
 std::vector<curve_point> blowup_curve(const ensemble_result& r, int grid) {
@@ -106,14 +107,16 @@ std::vector<curve_point> blowup_curve(const ensemble_result& r, int grid) {
 
 nlohmann::json parameters_json(const model_flags& model) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, value] : model.parameter_values().items())
+  const models::parameter_values values = model.parameter_values();
+  for (const auto& [name, value] : values.items())
     std::visit([&, key = name](const auto& x) { j[key] = x; }, value);
   return j;
 }
 
 std::string parameters_text(const model_flags& model) {
   std::string out;
-  for (const auto& [name, value] : model.parameter_values().items())
+  const models::parameter_values values = model.parameter_values();
+  for (const auto& [name, value] : values.items())
     out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name,
                        std::visit([](const auto& x) { return fmt::format("{}", x); }, value));
   return out;
@@ -165,7 +168,7 @@ std::string json_report(const blowup_args& a, const ensemble_result& r,
   j["curve"] = c;
   j["steps"] = r.steps;
   j["steps_per_path"] = r.paths ? double(r.steps) / double(r.paths) : 0.0;
-  j["rejected"] = r.stepping.rejected;
+  j["refinements"] = r.stepping.refinements;
   j["unresolved"] = r.stepping.unresolved;
   j["deepest_halving"] = r.stepping.deepest;
   j["seconds"] = r.seconds;
@@ -187,9 +190,9 @@ void table_report(const blowup_args& a, const ensemble_result& r,
   for (const double level : quantile_levels)
     os << fmt::format("  q{:g} = {:.6g}", level, quantile_sorted(r.explosion_times, level));
   os << '\n';
-  os << fmt::format("steps per path {:.1f}, rejected {}, unresolved {}, deepest halving {} ({:.2f} s, "
+  os << fmt::format("steps per path {:.1f}, refinements {}, unresolved {}, deepest halving {} ({:.2f} s, "
                     "{} threads)\n",
-                    r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.rejected,
+                    r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.refinements,
                     r.stepping.unresolved, r.stepping.deepest, r.seconds, r.threads);
   os << fmt::format("{:>10} {:>10} {:>10} {:>21}\n", "t", "P(tau<=t)", "stderr", "95% Wilson");
   const std::size_t every = std::max<std::size_t>(1, curve.size() / 10);
