@@ -3,8 +3,9 @@
 
     bench/blowup_cost.py NCSDE [--paths N] [--threads N] [--out bench/blowup_cost.json]
 
-For P(tau <= T) of the transformer covariance SDE (m = 3, V0 = V3, gamma2 = 1/2, tau0 = 1, T = 2,
-threshold 1e6), one run per setting with the same seed and paths:
+For P(tau <= T) of the strong-attention covariance SDE (attention, gamma2 = 1, tau0 = 1/2, m = 3,
+V0 = V3, T = 2, threshold 1e6: where fixed steps visibly fail, README "Explosions"), one run per
+setting with the same seed and paths:
   * the reference p_ref: the mean of the two finest adaptive runs (increment controller,
     tolerance 0.0125, schemes em and predictor-corrector);
   * the accuracy asked for: |p - p_ref| <= 2 se(p_ref), se the binomial standard error;
@@ -24,7 +25,8 @@ V3 = ("1, 0.6324555320336759, 0.25099800796022265; 0.6324555320336759, 1.6, 0.74
 
 
 def blowup(ncsde, scheme, control, value, paths, threads, seed, t_end):
-    args = [ncsde, "blowup", "--model", "transformer", "--V0", V3, "--T", str(t_end),
+    args = [ncsde, "blowup", "--model", "attention", "--gamma2", "1", "--tau0", "0.5", "--V0", V3,
+            "--T", str(t_end),
             "--paths", str(paths), "--seed", str(seed), "--threads", str(threads),
             "--scheme", scheme, "--format", "json", "--grid", "1"]
     if control == "fixed":
@@ -68,7 +70,7 @@ def main(argv):
                 fixed_hit[scheme] = r
         if scheme not in fixed_hit:
             fixed_hit[scheme] = None
-    print("P(tau <= {:g}), transformer m = 3, {} paths: p_ref = {:.4f}, accuracy ±{:.4f}".format(
+    print("P(tau <= {:g}), strong attention m = 3, {} paths: p_ref = {:.4f}, accuracy ±{:.4f}".format(
         a.T, a.paths, p_ref, accuracy))
     print("| scheme | steps | P(tau <= T) | within accuracy | steps/path | s |")
     print("|---|---|---|---|---|---|")
