@@ -9,6 +9,7 @@ With --label, one label per CSV replaces the descriptions.
 import csv
 import math
 import sys
+import textwrap
 
 import matplotlib
 
@@ -44,12 +45,18 @@ def main(argv):
     if labels is not None and len(labels) != len(paths):
         sys.stderr.write("blowup_plot.py: {} labels for {} CSVs\n".format(len(labels), len(paths)))
         return 2
-    fig, (ax_p, ax_d) = plt.subplots(1, 2, figsize=(11, 4.4))
+    fig, (ax_p, ax_d) = plt.subplots(1, 2, figsize=(11, 4.8))
     t_end = 0.0
     for k, path in enumerate(paths):
         label, rows, taus = read_run(path)
         if labels is not None:
             label = labels[k]
+        elif len(paths) == 1:
+            # One run: its description is the figure's title, the legend says what is drawn.
+            fig.suptitle("\n".join(textwrap.wrap(label, 120)), fontsize=8)
+            label = "P(tau <= t)"
+        else:
+            label = textwrap.shorten(label, 60, placeholder=" ...")
         t = [0.0] + [float(r["t"]) for r in rows]
         p = [0.0] + [float(r["p"]) for r in rows]
         lo = [0.0] + [float(r["wilson_lower"]) for r in rows]
