@@ -62,10 +62,7 @@ struct blowup_args {
   std::string v0 = default_v0;
   double t_end = 2.0;
   double dt = 1e-2;
-  long long paths = 4000;
-  std::uint64_t seed = 1;
-  int threads = 0;
-  std::string scheme = "em";
+  ensemble_flags run{4000};
   double blowup_threshold = 1e6;
   int grid = 50;
   std::string format = "table";
@@ -226,16 +223,16 @@ int run_blowup_command(const blowup_args& a) {
   iopt.dt = a.dt;
   iopt.blowup_threshold = a.blowup_threshold;
   ensemble_options eopt;
-  eopt.seed = a.seed;
-  eopt.paths = a.paths;
-  eopt.threads = a.threads;
+  eopt.seed = a.run.seed;
+  eopt.paths = a.run.paths;
+  eopt.threads = a.run.threads;
   try {
     apply_step_flags(a.steps, iopt);
     validate_options(iopt);
     if (a.grid < 1 || a.grid > 100000)
       throw_invalid_argument("ncsde blowup", "--grid", a.grid, "in [1, 100000]");
     const step_grid grid(0.0, a.t_end, iopt.dt);
-    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.paths, "--paths");
+    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.run.paths, "--paths");
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return exit_usage;
@@ -251,7 +248,7 @@ int run_blowup_command(const blowup_args& a) {
     if (!plot_data->ok()) return exit_usage;
   }
 
-  const ensemble_result r = sde->run_ensemble(a.scheme, *v0, a.t_end, iopt, eopt);
+  const ensemble_result r = sde->run_ensemble(a.run.scheme, *v0, a.t_end, iopt, eopt);
   const std::vector<curve_point> curve = blowup_curve(r, a.grid);
   if (a.format == "json")
     std::cout << json_report(a, r, curve) << '\n';
@@ -287,20 +284,7 @@ command blowup_command() {
     sub.add_option("--T", a->t_end, "Final time T, > 0")->capture_default_str();
     sub.add_option("--dt", a->dt, "Grid step (with adaptive steps: the largest step), > 0")
         ->capture_default_str();
-    sub.add_option("--paths", a->paths, "Number of paths")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(1LL, 1'000'000'000LL))
-        ->capture_default_str();
-    sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
-        ->transform(non_negative_integer)
-        ->capture_default_str();
-    sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(0, 4096))
-        ->capture_default_str();
-    sub.add_option("--scheme", a->scheme, "Scheme (see ncsde convergence --list-schemes)")
-        ->check(CLI::IsMember(scheme_names()))
-        ->capture_default_str();
+    add_ensemble_flags(sub, a->run);
     sub.add_option("--blowup-threshold", a->blowup_threshold,
                    "max |V^ab| above which a path has blown up, in (0, 1e100]")
         ->capture_default_str();

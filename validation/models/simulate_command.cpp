@@ -44,10 +44,7 @@ struct simulate_args {
   std::string v0;
   double t_end = 1.0;
   double dt = 1e-3;
-  long long paths = 1000;
-  std::uint64_t seed = 1;
-  int threads = 0;
-  std::string scheme = "em";
+  ensemble_flags run;
   std::string pd_policy = "project";
   double blowup_threshold = 1e6;
   double stop_level = std::numeric_limits<double>::infinity();
@@ -75,9 +72,9 @@ int run_simulate_command(const simulate_args& a) {
   }
 
   ensemble_options eopt;
-  eopt.seed = a.seed;
-  eopt.paths = a.paths;
-  eopt.threads = a.threads;
+  eopt.seed = a.run.seed;
+  eopt.paths = a.run.paths;
+  eopt.threads = a.run.threads;
   eopt.keep_paths = !a.out.empty();
   for (int i = 0; i < m; ++i)
     for (int j = i + 1; j < m; ++j) {
@@ -98,7 +95,7 @@ int run_simulate_command(const simulate_args& a) {
     apply_step_flags(a.steps, iopt);
     validate_options(iopt);
     const step_grid grid(0.0, a.t_end, iopt.dt);
-    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.paths, "--paths");
+    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.run.paths, "--paths");
     // Per path: the value of each of the K functionals and the status (run_ensemble), the
     // summary's two sorted copies of one functional and a stop or explosion time; with --out the
     // path's record (V at t_stop).
@@ -106,7 +103,7 @@ int run_simulate_command(const simulate_args& a) {
     double per_path = 8.0 * K + sizeof(path_status) + 24.0;
     if (eopt.keep_paths) per_path += sizeof(path_record) + 8.0 * K + 16.0;
     check_memory(
-        "--paths", std::to_string(a.paths), per_path * static_cast<double>(a.paths),
+        "--paths", std::to_string(a.run.paths), per_path * static_cast<double>(a.run.paths),
         fmt::format("{:.0f} bytes per path: {} functional value{}{}", per_path, K,
                     K == 1 ? "" : "s", eopt.keep_paths ? " and, for --out, the path's V" : ""));
   } catch (const ncsde::invalid_argument& e) {
@@ -122,7 +119,7 @@ int run_simulate_command(const simulate_args& a) {
   }
 
   // run_ensemble on the model's concrete SDE type (the registry entry instantiates it per scheme).
-  const ensemble_result r = sde->run_ensemble(a.scheme, *v0, a.t_end, iopt, eopt);
+  const ensemble_result r = sde->run_ensemble(a.run.scheme, *v0, a.t_end, iopt, eopt);
 
   if (file) {
     write_csv(r, file->stream());
@@ -148,20 +145,7 @@ command simulate_command() {
         ->required();
     sub.add_option("--T", a->t_end, "Final time T (depth/width ratio), > 0")->capture_default_str();
     sub.add_option("--dt", a->dt, "Step size, > 0")->capture_default_str();
-    sub.add_option("--paths", a->paths, "Number of paths")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(1LL, 1'000'000'000LL))
-        ->capture_default_str();
-    sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
-        ->transform(non_negative_integer)
-        ->capture_default_str();
-    sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(0, 4096))
-        ->capture_default_str();
-    sub.add_option("--scheme", a->scheme, "Scheme (see ncsde convergence --list-schemes)")
-        ->check(CLI::IsMember(scheme_names()))
-        ->capture_default_str();
+    add_ensemble_flags(sub, a->run);
     sub.add_option("--pd-policy", a->pd_policy,
                    "What a step leaving the positive-semidefinite cone does")
         ->check(CLI::IsMember({"throw", "count", "project", "refine"}))

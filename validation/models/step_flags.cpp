@@ -2,9 +2,28 @@
 
 #include <vector>
 
+#include "command.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/schemes.hpp"
 
 namespace ncsde::cli {
+
+void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags) {
+  sub.add_option("--paths", flags.paths, "Number of paths")
+      ->transform(decimal_integer)
+      ->check(CLI::Range(1LL, 1'000'000'000LL))
+      ->capture_default_str();
+  sub.add_option("--seed", flags.seed, "Seed of the (seed, path) random streams")
+      ->transform(non_negative_integer)
+      ->capture_default_str();
+  sub.add_option("--threads", flags.threads, "Worker threads (0: all cores)")
+      ->transform(decimal_integer)
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  sub.add_option("--scheme", flags.scheme, "Scheme (see ncsde convergence --list-schemes)")
+      ->check(CLI::IsMember(scheme_names()))
+      ->capture_default_str();
+}
 
 void add_step_flags(CLI::App& sub, step_flags& flags, const std::string& default_control) {
   flags.control = default_control;
@@ -12,9 +31,10 @@ void add_step_flags(CLI::App& sub, step_flags& flags, const std::string& default
   for (const step_control_descriptor& d : step_controls()) names.emplace_back(d.name);
   sub.add_option("--step-control", flags.control,
                  "How steps are chosen inside each grid step of --dt: fixed (the grid), increment "
-                 "(halve until a step changes V by at most tolerance*(1 + max|V|)) or doubling "
-                 "(step-doubling error control); adaptive steps read one Brownian path whatever "
-                 "the tolerance")
+                 "(h*max|b(V)| <= tolerance*(1 + max|V|), and a change of V per step of at most "
+                 "sqrt(tolerance)*(1 + max|V|)) or doubling (step-doubling error control); a "
+                 "step's size is chosen before its Brownian increment is read, and adaptive steps "
+                 "read one Brownian path whatever the tolerance")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   sub.add_option("--tolerance", flags.tolerance,

@@ -1,5 +1,10 @@
 #pragma once
-/// The step-control flags of the commands that integrate paths (`ncsde simulate`, `ncsde blowup`):
+/// The flags of the commands that run ensembles of SDE paths (`ncsde simulate`, `ncsde blowup`): the
+/// ensemble's size and streams,
+///
+///   --paths N  --seed S  --threads N  --scheme NAME
+///
+/// and the step control,
 ///
 ///   --step-control fixed|increment|doubling   how steps are chosen inside each grid step of --dt
 ///   --tolerance TOL                           the adaptive controllers' tolerance, (0, 1]
@@ -8,11 +13,23 @@
 /// (ncsde::step_control, integrate.hpp: with an adaptive controller --dt is the largest step).
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "ncsde/integrate.hpp"
 
 namespace ncsde::cli {
+
+struct ensemble_flags {
+  long long paths = 1000;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  std::string scheme = "em";
+};
+
+/// Adds --paths, --seed, --threads and --scheme (any registry scheme) to `sub`, with the initial
+/// values of `flags` as their defaults.
+void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags);
 
 struct step_flags {
   std::string control = "fixed";
