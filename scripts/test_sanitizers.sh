@@ -12,7 +12,8 @@
 #                                the Release run covers);
 #       allocation               it replaces the global operator new to count allocations, which
 #                                the address sanitizer's own allocator owns (it crashes at start);
-#                                the Release run checks that hot paths allocate nothing
+#                                the Release run checks that hot paths allocate nothing (its
+#                                program is not built here)
 #       own_convergence_example  the slowest test (27 s in Release, 200 000 weak paths; several
 #                                minutes under the sanitizers) on integrate() and the Brownian
 #                                sources, which core, spaces and convergence already exercise.
