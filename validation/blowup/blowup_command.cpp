@@ -35,6 +35,7 @@
 #include "command.hpp"
 #include "limits.hpp"
 #include "models/model_flags.hpp"
+#include "models/parameter_report.hpp"
 #include "models/step_flags.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
@@ -102,23 +103,6 @@ std::vector<curve_point> blowup_curve(const ensemble_result& r, int grid) {
   return out;
 }
 
-nlohmann::json parameters_json(const model_flags& model) {
-  nlohmann::json j = nlohmann::json::object();
-  const models::parameter_values values = model.parameter_values();
-  for (const auto& [name, value] : values.items())
-    std::visit([&, key = name](const auto& x) { j[key] = x; }, value);
-  return j;
-}
-
-std::string parameters_text(const model_flags& model) {
-  std::string out;
-  const models::parameter_values values = model.parameter_values();
-  for (const auto& [name, value] : values.items())
-    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name,
-                       std::visit([](const auto& x) { return fmt::format("{}", x); }, value));
-  return out;
-}
-
 constexpr double quantile_levels[] = {0.05, 0.25, 0.5, 0.75, 0.95};
 
 std::string json_report(const blowup_args& a, const ensemble_result& r,
@@ -127,7 +111,7 @@ std::string json_report(const blowup_args& a, const ensemble_result& r,
   auto number = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
   json j;
   j["model"] = a.model.model;
-  j["parameters"] = parameters_json(a.model);
+  j["parameters"] = parameter_values_json(a.model);
   j["m"] = r.m;
   j["scheme"] = r.scheme;
   j["step_control"] = std::string(to_string(r.control));
@@ -175,7 +159,7 @@ std::string json_report(const blowup_args& a, const ensemble_result& r,
 void table_report(const blowup_args& a, const ensemble_result& r,
                   const std::vector<curve_point>& curve, std::ostream& os) {
   os << fmt::format("blow-up law: {} ({}), m = {}, T = {}, scheme {}, {} steps", a.model.model,
-                    parameters_text(a.model), r.m, r.t_end, r.scheme, to_string(r.control));
+                    parameter_text(a.model), r.m, r.t_end, r.scheme, to_string(r.control));
   if (r.control != step_control::fixed)
     os << fmt::format(" (tolerance {}, largest step dt = {})", r.tolerance, r.dt);
   else
@@ -201,7 +185,7 @@ void table_report(const blowup_args& a, const ensemble_result& r,
 
 void write_curve_csv(const blowup_args& a, const ensemble_result& r,
                      const std::vector<curve_point>& curve, std::ostream& os) {
-  os << "# " << a.model.model << " (" << parameters_text(a.model) << "), scheme " << r.scheme
+  os << "# " << a.model.model << " (" << parameter_text(a.model) << "), scheme " << r.scheme
      << ", " << to_string(r.control) << " steps";
   if (r.control != step_control::fixed) os << fmt::format(", tolerance {}", r.tolerance);
   os << fmt::format(", dt {}, {} paths\n", r.dt, r.paths);

@@ -58,6 +58,15 @@ def median(report):
     return m, se
 
 
+def table_row(scheme, setting, ps, med, report):
+    """One Markdown row: the probabilities and median with their standard errors, the cost."""
+    return ("| {} | {} | ".format(scheme, setting) +
+            " | ".join("{:.4f} ± {:.4f}".format(p, se) for p, se in ps) +
+            " | {:.4f} ± {:.4f} | {:.0f} | {:.1f} |".format(med[0], med[1],
+                                                            report["steps_per_path"],
+                                                            report["seconds"]))
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("ncsde")
@@ -104,11 +113,7 @@ def main(argv):
                 r = run(a.ncsde, flags, scheme, "increment", tol, t_end, paths, a.threads, a.seed)
                 ps = [p_at(r, t) for t in times]
                 med = median(r)
-                emit("| {} | tol {:g} | ".format(scheme, tol) +
-                     " | ".join("{:.4f} ± {:.4f}".format(p, se) for p, se in ps) +
-                     " | {:.4f} ± {:.4f} | {:.0f} | {:.1f} |".format(med[0], med[1],
-                                                                     r["steps_per_path"],
-                                                                     r["seconds"]))
+                emit(table_row(scheme, "tol {:g}".format(tol), ps, med, r))
                 if previous is not None and tol < settle_from:
                     for t, (p, se), (q, sq) in zip(times, ps, previous[0]):
                         if abs(p - q) > 2 * max(se, sq):
@@ -126,11 +131,7 @@ def main(argv):
                 r = run(a.ncsde, flags, scheme, "fixed", dt, t_end, paths, a.threads, a.seed)
                 ps = [p_at(r, t) for t in times]
                 med = median(r)
-                emit("| {} | fixed dt {:g} | ".format(scheme, dt) +
-                     " | ".join("{:.4f} ± {:.4f}".format(p, se) for p, se in ps) +
-                     " | {:.4f} ± {:.4f} | {:.0f} | {:.1f} |".format(med[0], med[1],
-                                                                     r["steps_per_path"],
-                                                                     r["seconds"]))
+                emit(table_row(scheme, "fixed dt {:g}".format(dt), ps, med, r))
         a_ps, a_med = finest[adaptive_schemes[0]]
         b_ps, b_med = finest[adaptive_schemes[1]]
         for t, (p, se), (q, sq) in zip(times, a_ps, b_ps):

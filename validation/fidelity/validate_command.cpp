@@ -43,6 +43,7 @@
 #include "fidelity/variants.hpp"
 #include "limits.hpp"
 #include "models/model_flags.hpp"
+#include "models/parameter_report.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
 #include "ncsde/networks/sample.hpp"
@@ -137,12 +138,7 @@ std::string parameter_summary(const model_flags& model) {
                        p.tau0, p.hidden_ratio, p.c_plus, p.c_minus, p.heads,
                        p.output_projection ? ", W^O" : "", p.causal ? ", causal" : "");
   }
-  std::string out;
-  const models::parameter_values values = model.parameter_values();
-  for (const auto& [name, value] : values.items())
-    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name,
-                       std::visit([](const auto& x) { return fmt::format("{}", x); }, value));
-  return out;
+  return parameter_text(model);
 }
 
 /// The model's parameters for the JSON report (the four architectures: the shaped_params fields).
@@ -153,11 +149,7 @@ nlohmann::json parameter_json(const model_flags& model) {
             {"c_plus", p.c_plus}, {"c_minus", p.c_minus}, {"heads", p.heads},
             {"output_projection", p.output_projection}, {"causal", p.causal}};
   }
-  nlohmann::json j = nlohmann::json::object();
-  const models::parameter_values values = model.parameter_values();
-  for (const auto& [name, value] : values.items())
-    std::visit([&, key = name](const auto& x) { j[key] = x; }, value);
-  return j;
+  return parameter_values_json(model);
 }
 
 std::string format_p(double p) { return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p); }
