@@ -175,9 +175,9 @@ void register_path_steps() {
         }
         if (m <= size_cap(d, noise::dense)) {
           const int steps = path_steps(d, noise::dense, m);
-          benchmark::RegisterBenchmark(
-              (head + "dense/" + tail).c_str(),
-              [=](benchmark::State& st) { path_step<St>(st, dense, m, steps); });
+          benchmark::RegisterBenchmark((head + "dense/" + tail).c_str(), [=](benchmark::State& st) {
+            path_step<St>(st, dense, m, steps);
+          });
         }
       });
     }

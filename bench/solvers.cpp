@@ -115,8 +115,14 @@ void bench_iterated(benchmark::State& state, ncsde::levy_area_method method) {
   }
   state.counters["terms"] = ncsde::levy_area_terms(k, inc.dt, method);
 }
-BENCHMARK_CAPTURE(bench_iterated, wiktorsson, ncsde::levy_area_method::wiktorsson)->Arg(2)->Arg(8)->Arg(18);
-BENCHMARK_CAPTURE(bench_iterated, fourier, ncsde::levy_area_method::fourier)->Arg(2)->Arg(8)->Arg(18);
+BENCHMARK_CAPTURE(bench_iterated, wiktorsson, ncsde::levy_area_method::wiktorsson)
+    ->Arg(2)
+    ->Arg(8)
+    ->Arg(18);
+BENCHMARK_CAPTURE(bench_iterated, fourier, ncsde::levy_area_method::fourier)
+    ->Arg(2)
+    ->Arg(8)
+    ->Arg(18);
 
 // Structured O(m³) noise L W Lᵀ (k = m²) vs the dense adapter's O(m⁶) factor of Σ_lin, one EM step:
 // the same SDE (analytic::linear_covariance), once as a noise map and once through its covariance().

@@ -13,7 +13,8 @@ brownian_grid::brownian_grid(const random_stream& stream, int k, long long n_fin
     : m_k(k), m_n(n_fine), m_h(h), m_has_iterated(with_iterated) {
   if (k < 1) throw_invalid_argument("brownian_grid", "k", k, ">= 1");
   if (n_fine < 1) throw_invalid_argument("brownian_grid", "n_fine", n_fine, ">= 1");
-  if (!(h > 0) || !std::isfinite(h)) throw_invalid_argument("brownian_grid", "h", h, "> 0 and finite");
+  if (!(h > 0) || !std::isfinite(h))
+    throw_invalid_argument("brownian_grid", "h", h, "> 0 and finite");
   stream_brownian source(stream, k, method);
   m_w.resize(k, n_fine + 1);
   m_w.col(0).setZero();

@@ -19,9 +19,12 @@ std::string_view to_string(error_kind k) { return k == error_kind::strong ? "str
 
 std::string_view to_string(noise_class c) {
   switch (c) {
-    case noise_class::general: return "general";
-    case noise_class::commutative: return "commutative";
-    case noise_class::additive: return "additive";
+    case noise_class::general:
+      return "general";
+    case noise_class::commutative:
+      return "commutative";
+    case noise_class::additive:
+      return "additive";
   }
   return "?";
 }
@@ -52,7 +55,8 @@ strong_error_measure component_error(int a, int b) {
 }
 
 strong_error_measure functional_error(functional f) {
-  if (!f.f) throw_invalid("functional_error", fmt::format("functional '{}' has no function", f.name));
+  if (!f.f)
+    throw_invalid("functional_error", fmt::format("functional '{}' has no function", f.name));
   std::string name = fmt::format("|{} - ref|", f.name);
   return {std::move(name), [g = std::move(f.f)](const matrix& x, const matrix& ref) {
             return std::abs(g(x) - g(ref));
@@ -114,8 +118,8 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
   // the martingale control couples to the control Y, and those whose estimator then has O(dt)
   // variance (strong order < 1 on this noise) get the extended paths.
   for (const std::size_t s : plan.schemes) {
-    const bool coupled = plan.martingale && builtin_schemes::descriptors[s].request.iterated ==
-                                                iterated_terms::none;
+    const bool coupled =
+        plan.martingale && builtin_schemes::descriptors[s].request.iterated == iterated_terms::none;
     plan.has_weak.push_back(plan.weak && (exact || s == control_scheme || coupled));
     plan.martingale_weak.push_back(plan.has_weak.back() && coupled);
   }
@@ -200,9 +204,9 @@ std::vector<convergence_series> summarize_convergence(
         r.cone_exits += exits[static_cast<std::size_t>(p) * ns + s];
       if (extended_series)
         for (long long p = plan.paths; p < paths; ++p)
-          r.cone_exits += extended_exits[static_cast<std::size_t>(p - plan.paths) *
-                                             plan.extended.size() +
-                                         ext_index];
+          r.cone_exits +=
+              extended_exits[static_cast<std::size_t>(p - plan.paths) * plan.extended.size() +
+                             ext_index];
       auto value = [&](long long p, int l) {
         const std::size_t offset =
             (s * static_cast<std::size_t>(plan.levels) + static_cast<std::size_t>(l)) * 2 +
@@ -493,9 +497,8 @@ std::string convergence_table(const std::vector<convergence_series>& series) {
   for (const convergence_series& s : series) {
     out << fmt::format(
         "{:<18} {:<21} {:<6} {:>7.3f} {:>7.3f}  [{:>6.3f}, {:>6.3f}] {:>8.2f}  {}\n", s.problem,
-        s.scheme, to_string(s.kind), s.fit.slope, s.fit.slope_stderr, s.fit.ci_low,
-        s.fit.ci_high, s.expected,
-        s.pass ? "pass" : fmt::format("FAIL (|order - expected| > {})", s.tolerance));
+        s.scheme, to_string(s.kind), s.fit.slope, s.fit.slope_stderr, s.fit.ci_low, s.fit.ci_high,
+        s.expected, s.pass ? "pass" : fmt::format("FAIL (|order - expected| > {})", s.tolerance));
   }
   return out.str();
 }

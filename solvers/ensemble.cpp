@@ -137,7 +137,8 @@ void finish_summary(ensemble_result& r, const ensemble_options& opt,
 
 void validate_ensemble_options(const ensemble_options& opt) {
   if (opt.paths < 1) throw_invalid_argument("ensemble", "paths", opt.paths, ">= 1");
-  if (opt.threads < 0) throw_invalid_argument("ensemble", "threads", opt.threads, ">= 0 (0: all cores)");
+  if (opt.threads < 0)
+    throw_invalid_argument("ensemble", "threads", opt.threads, ">= 0 (0: all cores)");
   if (opt.block_size < 1) throw_invalid_argument("ensemble", "block_size", opt.block_size, ">= 1");
   for (const double q : opt.quantile_levels)
     if (!(q >= 0 && q <= 1)) throw_invalid_argument("ensemble", "quantile level", q, "in [0, 1]");

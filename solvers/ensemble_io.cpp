@@ -56,7 +56,8 @@ void write_csv(const ensemble_result& r, std::ostream& out) {
   out << "path,status,t_stop" << entry_names(r) << '\n';
   for (const path_record& rec : r.records) {
     out << rec.path << ',' << to_string(rec.status) << ',' << fmt::format("{:.17g}", rec.t_stop);
-    for (Eigen::Index i = 0; i < rec.packed.size(); ++i) out << ',' << fmt::format("{:.17g}", rec.packed(i));
+    for (Eigen::Index i = 0; i < rec.packed.size(); ++i)
+      out << ',' << fmt::format("{:.17g}", rec.packed(i));
     out << '\n';
   }
 }
@@ -80,8 +81,8 @@ std::string summary_json(const ensemble_result& r, int indent) {
   if (layout.space != state_space::psd_cone) {
     // Cone runs keep the document they always had; other spaces say what their states are.
     j["state_space"] = std::string(to_string(layout.space));
-    j["shape"] = layout.vector_state ? json::array({layout.rows})
-                                     : json::array({layout.rows, layout.cols});
+    j["shape"] =
+        layout.vector_state ? json::array({layout.rows}) : json::array({layout.rows, layout.cols});
   }
   j["t0"] = r.t0;
   j["T"] = r.t_end;
@@ -151,24 +152,27 @@ std::string summary_table(const ensemble_result& r) {
   std::string s;
   const state_layout layout = layout_of(r);
   if (layout.space == state_space::psd_cone)
-    s += fmt::format("scheme {}  m = {}  T = {}  dt = {}  paths = {}  seed = {}  threads = {}  ({:.2f} s)\n",
-                     r.scheme, r.m, r.t_end, r.dt, r.paths, r.seed, r.threads, r.seconds);
+    s += fmt::format(
+        "scheme {}  m = {}  T = {}  dt = {}  paths = {}  seed = {}  threads = {}  ({:.2f} s)\n",
+        r.scheme, r.m, r.t_end, r.dt, r.paths, r.seed, r.threads, r.seconds);
   else
     s += fmt::format(
-        "scheme {}  state {}×{} ({})  T = {}  dt = {}  paths = {}  seed = {}  threads = {}  ({:.2f} s)\n",
+        "scheme {}  state {}×{} ({})  T = {}  dt = {}  paths = {}  seed = {}  threads = {}  "
+        "({:.2f} s)\n",
         r.scheme, layout.rows, layout.cols, to_string(layout.space), r.t_end, r.dt, r.paths, r.seed,
         r.threads, r.seconds);
-  s += fmt::format("completed {}  stopped {}  blown up {} ({:.4f} ± {:.4f})\n", r.completed, r.stopped,
-                   r.blown_up, r.blown_up_fraction(), r.blown_up_stderr());
+  s += fmt::format("completed {}  stopped {}  blown up {} ({:.4f} ± {:.4f})\n", r.completed,
+                   r.stopped, r.blown_up, r.blown_up_fraction(), r.blown_up_stderr());
   if (r.control != step_control::fixed)
-    s += fmt::format("steps: {} control, tolerance {}: {:.1f} per path, {} refinements, {} unresolved, "
-                     "deepest halving {}\n",
-                     to_string(r.control), r.tolerance,
-                     r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.refinements,
-                     r.stepping.unresolved, r.stepping.deepest);
+    s += fmt::format(
+        "steps: {} control, tolerance {}: {:.1f} per path, {} refinements, {} unresolved, "
+        "deepest halving {}\n",
+        to_string(r.control), r.tolerance, r.paths ? double(r.steps) / double(r.paths) : 0.0,
+        r.stepping.refinements, r.stepping.unresolved, r.stepping.deepest);
   if (layout.space == state_space::psd_cone)
-    s += fmt::format("cone: violations {}  projected {}  refined {}  boundary {}  paths with violations {}\n",
-                     r.pd.violations, r.pd.projected, r.pd.refined, r.pd.boundary, r.paths_with_violations);
+    s += fmt::format(
+        "cone: violations {}  projected {}  refined {}  boundary {}  paths with violations {}\n",
+        r.pd.violations, r.pd.projected, r.pd.refined, r.pd.boundary, r.paths_with_violations);
   if (r.terminal.count() > 0) {
     s += "entry      mean(completed)        stderr\n";
     const vector se = r.terminal.standard_error();

@@ -15,7 +15,9 @@ namespace {
 
 constexpr const char* merge_where = "merge_partials";
 
-bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+bool same_bits(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
 
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) return false;
@@ -27,9 +29,10 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
 /// Names the first field in which piece `i` belongs to another run than `first`.
 void require_same_run(const ensemble_partial& first, const ensemble_partial& p, std::size_t i) {
   auto fail = [&](std::string_view what) {
-    throw invalid_argument(fmt::format("{}: piece {} (paths [{}, {})) is from another run: its {} "
-                                       "differs from piece 0's",
-                                       merge_where, i, p.range.first, p.range.last, what));
+    throw invalid_argument(
+        fmt::format("{}: piece {} (paths [{}, {})) is from another run: its {} "
+                    "differs from piece 0's",
+                    merge_where, i, p.range.first, p.range.last, what));
   };
   const ensemble_result &a = first.run, &b = p.run;
   if (a.layout.space != b.layout.space || a.layout.rows != b.layout.rows ||
@@ -79,7 +82,8 @@ ensemble_partial merge_partials(std::vector<ensemble_partial> parts) {
     if (it != p.blocks.end() && !out.blocks.empty() && out.blocks.back().index == it->index) {
       // The block cut between the two pieces: join its paths, fold it once it is complete.
       detail::block_result& joined = out.blocks.back();
-      NCSDE_ASSERT(!joined.whole && !it->whole, "merge_partials: a shared block must be cut on both sides");
+      NCSDE_ASSERT(!joined.whole && !it->whole,
+                   "merge_partials: a shared block must be cut on both sides");
       joined.paths.insert(joined.paths.end(), std::make_move_iterator(it->paths.begin()),
                           std::make_move_iterator(it->paths.end()));
       joined.range.last = it->range.last;
@@ -295,7 +299,8 @@ class reader {
     const long long n = i64();
     vector mean = vec();
     matrix m2 = mat();
-    if (n < 0 || mean.size() != K || m2.rows() != K || m2.cols() != K) fail("moments of another shape");
+    if (n < 0 || mean.size() != K || m2.rows() != K || m2.cols() != K)
+      fail("moments of another shape");
     return moments::from_raw(n, std::move(mean), std::move(m2));
   }
   pd_counters pd() {
@@ -386,12 +391,14 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   ensemble_result& r = p.run;
   r.m = static_cast<int>(in.i64());
   const long long space = in.i64();
-  if (space < 0 || space > static_cast<long long>(state_space::psd_cone)) in.fail("an unknown state space");
+  if (space < 0 || space > static_cast<long long>(state_space::psd_cone))
+    in.fail("an unknown state space");
   r.layout.space = static_cast<state_space>(space);
   r.layout.rows = in.i64();
   r.layout.cols = in.i64();
   r.layout.vector_state = in.boolean();
-  if (r.layout.rows < 1 || r.layout.cols < 1 || r.layout.rows > (1 << 20) || r.layout.cols > (1 << 20))
+  if (r.layout.rows < 1 || r.layout.cols < 1 || r.layout.rows > (1 << 20) ||
+      r.layout.cols > (1 << 20))
     in.fail("a state shape out of range");
   r.t0 = in.f64();
   r.t_end = in.f64();
@@ -412,7 +419,8 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   p.block_size = in.i64();
   p.functionals = in.count(0);
   p.keep_paths = in.boolean();
-  if (p.range.first < 0 || p.range.last < p.range.first || p.block_size < 1 || p.functionals > (1u << 20))
+  if (p.range.first < 0 || p.range.last < p.range.first || p.block_size < 1 ||
+      p.functionals > (1u << 20))
     in.fail("a range, block size or functional count out of range");
   const int K = r.layout.size();
   const std::size_t saves = r.save_times.size();
@@ -447,7 +455,8 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     if (!b.whole) {
       const std::size_t n = in.count(8);
       for (std::size_t j = 0; j < n; ++j) b.paths.push_back(read_path());
-      if (static_cast<long long>(b.paths.size()) != b.range.size()) in.fail("a cut block with missing paths");
+      if (static_cast<long long>(b.paths.size()) != b.range.size())
+        in.fail("a cut block with missing paths");
       p.blocks.push_back(std::move(b));
       continue;
     }
@@ -473,11 +482,13 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     const std::size_t nr = in.count(8);
     for (std::size_t j = 0; j < nr; ++j) b.records.push_back(in.record());
     const long long n = b.range.size();
-    if (static_cast<long long>(b.statuses.size()) != n || b.completed + b.blown_up + b.stopped != n ||
+    if (static_cast<long long>(b.statuses.size()) != n ||
+        b.completed + b.blown_up + b.stopped != n ||
         (p.keep_paths && static_cast<long long>(b.records.size()) != n))
       in.fail("a block whose counts do not match its range");
     for (const auto& v : b.values)
-      if (static_cast<long long>(v.size()) != n) in.fail("a block whose values do not match its range");
+      if (static_cast<long long>(v.size()) != n)
+        in.fail("a block whose values do not match its range");
     p.blocks.push_back(std::move(b));
   }
   if (!in.done()) in.fail("trailing data");

@@ -34,7 +34,8 @@ progress_bar::progress_bar(progress_mode mode, long long total, std::string labe
 
 void progress_bar::update(long long done) {
   if (!m_enabled || m_total <= 0) return;
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
   const double frac = std::min(1.0, static_cast<double>(done) / static_cast<double>(m_total));
   std::lock_guard lock(m_mutex);
   if (!m_terminal) {
@@ -50,8 +51,8 @@ void progress_bar::update(long long done) {
   const int width = 30;
   const int filled = static_cast<int>(frac * width);
   std::fprintf(stderr, "\r%s [%.*s%*s] %3d%% %lld/%lld paths %.1fs", m_label.c_str(), filled,
-               "##############################", width - filled, "", static_cast<int>(100 * frac), done,
-               m_total, elapsed);
+               "##############################", width - filled, "", static_cast<int>(100 * frac),
+               done, m_total, elapsed);
   std::fflush(stderr);
 }
 

@@ -8,11 +8,16 @@ namespace ncsde {
 
 std::string_view to_string(pd_policy p) {
   switch (p) {
-    case pd_policy::throw_error: return "throw";
-    case pd_policy::count: return "count";
-    case pd_policy::project: return "project";
-    case pd_policy::refine: return "refine";
-    case pd_policy::automatic: return "automatic";
+    case pd_policy::throw_error:
+      return "throw";
+    case pd_policy::count:
+      return "count";
+    case pd_policy::project:
+      return "project";
+    case pd_policy::refine:
+      return "refine";
+    case pd_policy::automatic:
+      return "automatic";
   }
   return "?";
 }
@@ -40,18 +45,24 @@ pd_policy resolve_pd_policy(std::string_view where, state_space space, pd_policy
 
 std::string_view to_string(path_status s) {
   switch (s) {
-    case path_status::completed: return "completed";
-    case path_status::blown_up: return "blown_up";
-    case path_status::stopped: return "stopped";
+    case path_status::completed:
+      return "completed";
+    case path_status::blown_up:
+      return "blown_up";
+    case path_status::stopped:
+      return "stopped";
   }
   return "?";
 }
 
 std::string_view to_string(step_control c) {
   switch (c) {
-    case step_control::fixed: return "fixed";
-    case step_control::increment: return "increment";
-    case step_control::doubling: return "doubling";
+    case step_control::fixed:
+      return "fixed";
+    case step_control::increment:
+      return "increment";
+    case step_control::doubling:
+      return "doubling";
   }
   return "?";
 }
@@ -98,17 +109,18 @@ step_grid::step_grid(double t0_, double t_end_, double dt_, const std::vector<do
     : t0(t0_), t_end(t_end_), dt(dt_) {
   if (!std::isfinite(t0)) throw_invalid_argument("integrate", "t0", t0, "finite");
   if (!std::isfinite(t_end)) throw_invalid_argument("integrate", "T", t_end, "finite");
-  if (!(t_end >= t0)) throw_invalid_argument("integrate", "T", t_end, fmt::format(">= t0 = {}", t0));
-  if (!(dt > 0) || !std::isfinite(dt)) throw_invalid_argument("integrate", "dt", dt, "> 0 and finite");
+  if (!(t_end >= t0))
+    throw_invalid_argument("integrate", "T", t_end, fmt::format(">= t0 = {}", t0));
+  if (!(dt > 0) || !std::isfinite(dt))
+    throw_invalid_argument("integrate", "dt", dt, "> 0 and finite");
   const double span = t_end - t0;
   if (span > 0 && dt > span * (1 + 1e-12))
     throw_invalid_argument("integrate", "dt", dt, fmt::format("<= T - t0 = {}", span));
   const double ratio = span / dt;
   if (ratio > 1e12) throw_invalid_argument("integrate", "dt", dt, "such that (T - t0)/dt <= 1e12");
   const double nearest = std::round(ratio);
-  steps = static_cast<long long>(std::abs(ratio - nearest) <= 1e-9 * std::max(1.0, nearest)
-                                     ? nearest
-                                     : std::ceil(ratio));
+  steps = static_cast<long long>(
+      std::abs(ratio - nearest) <= 1e-9 * std::max(1.0, nearest) ? nearest : std::ceil(ratio));
   double previous = -std::numeric_limits<double>::infinity();
   for (const double s : save_times) {
     if (!(s >= t0 && s <= t_end))
@@ -133,8 +145,9 @@ namespace detail {
 void validate_noise_dimension(std::string_view where, long long k, bool iterated) {
   if (k < 1) throw_invalid_argument(where, "noise_dimension(m)", k, ">= 1");
   if (k > max_noise_dimension)
-    throw_invalid_argument(where, "noise_dimension(m)", k,
-                           fmt::format("<= {} (one increment holds k doubles)", max_noise_dimension));
+    throw_invalid_argument(
+        where, "noise_dimension(m)", k,
+        fmt::format("<= {} (one increment holds k doubles)", max_noise_dimension));
   if (iterated && k > max_iterated_noise_dimension)
     throw_invalid_argument(
         where, "noise_dimension(m)", k,
@@ -153,7 +166,8 @@ void validate_source_dimension(std::string_view where, long long source_k, int k
 }  // namespace detail
 
 void validate_options(const integrate_options& o) {
-  if (!(o.dt > 0) || !std::isfinite(o.dt)) throw_invalid_argument("integrate", "dt", o.dt, "> 0 and finite");
+  if (!(o.dt > 0) || !std::isfinite(o.dt))
+    throw_invalid_argument("integrate", "dt", o.dt, "> 0 and finite");
   if (!(o.pd_floor >= 0) || !std::isfinite(o.pd_floor))
     throw_invalid_argument("integrate", "pd_floor", o.pd_floor, ">= 0 and finite");
   if (o.refine_depth < 1 || o.refine_depth > 30)
@@ -168,9 +182,9 @@ void validate_options(const integrate_options& o) {
     // Bridge nodes are numbered as a heap in 64 bits: the controller's halvings and the refine
     // policy's below them must fit.
     if (o.policy == pd_policy::refine && o.max_depth + o.refine_depth > 62)
-      throw_invalid_argument("integrate", "max_depth", o.max_depth,
-                             fmt::format("<= 62 - refine_depth = {} with the refine policy",
-                                         62 - o.refine_depth));
+      throw_invalid_argument(
+          "integrate", "max_depth", o.max_depth,
+          fmt::format("<= 62 - refine_depth = {} with the refine policy", 62 - o.refine_depth));
   }
 }
 

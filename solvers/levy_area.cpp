@@ -39,8 +39,8 @@ std::ptrdiff_t iterated_integrals::normals_needed(int k, int terms, levy_area_me
   return method == levy_area_method::wiktorsson ? series + k * (k - 1) / 2 : series;
 }
 
-void iterated_integrals::generate(noise_increment& inc, const random_stream& stream, std::uint64_t step,
-                                  std::uint64_t node, int terms) {
+void iterated_integrals::generate(noise_increment& inc, const random_stream& stream,
+                                  std::uint64_t step, std::uint64_t node, int terms) {
   const int k = inc.dimension();
   if (terms <= 0) terms = levy_area_terms(k, inc.dt, m_method);
   m_normals.resize(normals_needed(k, terms, m_method));
@@ -48,8 +48,8 @@ void iterated_integrals::generate(noise_increment& inc, const random_stream& str
   generate_from(inc, m_normals, terms);
 }
 
-void iterated_integrals::generate_from(noise_increment& inc, const Eigen::Ref<const vector>& normals,
-                                       int terms) {
+void iterated_integrals::generate_from(noise_increment& inc,
+                                       const Eigen::Ref<const vector>& normals, int terms) {
   const int k = inc.dimension();
   const double h = inc.dt;
   NCSDE_ASSERT(h > 0, "iterated_integrals: dt must be > 0");

@@ -6,9 +6,12 @@ namespace ncsde {
 
 std::string_view to_string(state_space s) {
   switch (s) {
-    case state_space::euclidean: return "euclidean";
-    case state_space::symmetric: return "symmetric";
-    case state_space::psd_cone: return "psd_cone";
+    case state_space::euclidean:
+      return "euclidean";
+    case state_space::symmetric:
+      return "symmetric";
+    case state_space::psd_cone:
+      return "psd_cone";
   }
   return "?";
 }

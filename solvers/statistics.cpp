@@ -113,8 +113,8 @@ ks_result ks_two_sample(std::vector<double> a, std::vector<double> b) {
   for (const auto* s : {&a, &b})
     for (const double x : *s)
       if (std::isnan(x))
-        throw_invalid("ks_two_sample", fmt::format("{} sample holds a NaN",
-                                                   s == &a ? "first" : "second"));
+        throw_invalid("ks_two_sample",
+                      fmt::format("{} sample holds a NaN", s == &a ? "first" : "second"));
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
@@ -143,7 +143,8 @@ double ks_critical_distance(double alpha, long long n1, long long n2) {
   if (n1 < 1) throw_invalid_argument("ks_critical_distance", "n1", n1, ">= 1");
   if (n2 < 1) throw_invalid_argument("ks_critical_distance", "n2", n2, ">= 1");
   const double c = std::sqrt(-std::log(alpha / 2.0) / 2.0);
-  return c * std::sqrt(static_cast<double>(n1 + n2) / (static_cast<double>(n1) * static_cast<double>(n2)));
+  return c * std::sqrt(static_cast<double>(n1 + n2) /
+                       (static_cast<double>(n1) * static_cast<double>(n2)));
 }
 
 namespace {

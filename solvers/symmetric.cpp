@@ -39,27 +39,29 @@ double asymmetry(const matrix& v) {
 matrix validate_state(std::string_view where, std::string_view param, const matrix& v,
                       bool require_psd) {
   if (v.rows() == 0 || v.cols() == 0)
-    throw_invalid(where, fmt::format("{} must be a non-empty m×m matrix with m ≥ 1 (got {}×{})", param,
-                                     v.rows(), v.cols()));
+    throw_invalid(where, fmt::format("{} must be a non-empty m×m matrix with m ≥ 1 (got {}×{})",
+                                     param, v.rows(), v.cols()));
   if (v.rows() != v.cols())
     throw_invalid(where, fmt::format("{} must be square (got {}×{})", param, v.rows(), v.cols()));
   for (Eigen::Index j = 0; j < v.cols(); ++j)
     for (Eigen::Index i = 0; i < v.rows(); ++i)
       if (!std::isfinite(v(i, j)))
-        throw_invalid(where, fmt::format("{} must be finite (got {} at entry ({}, {}))", param, v(i, j),
-                                         i + 1, j + 1));
+        throw_invalid(where, fmt::format("{} must be finite (got {} at entry ({}, {}))", param,
+                                         v(i, j), i + 1, j + 1));
   const double scale = std::max(1.0, v.cwiseAbs().maxCoeff());
   const double asym = asymmetry(v);
   if (asym > symmetry_tolerance * scale)
     throw_invalid(where, fmt::format("{} is not symmetric (max |V - V^T| = {:.3g})", param, asym));
   matrix out = v.triangularView<Eigen::Upper>();
-  out.triangularView<Eigen::StrictlyLower>() = out.transpose().triangularView<Eigen::StrictlyLower>();
+  out.triangularView<Eigen::StrictlyLower>() =
+      out.transpose().triangularView<Eigen::StrictlyLower>();
   if (require_psd) {
     psd_checker checker;
     const psd_result r = checker.check(out);
     if (r.status == psd_status::outside)
-      throw_invalid(where, fmt::format("{} is not positive semidefinite (smallest eigenvalue {:.6g})",
-                                       param, r.min_eigenvalue));
+      throw_invalid(
+          where, fmt::format("{} is not positive semidefinite (smallest eigenvalue {:.6g})", param,
+                             r.min_eigenvalue));
   }
   return out;
 }

@@ -75,7 +75,9 @@ memory_limit available_memory() {
   memory_limit limit{0.0, "physical memory"};
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGE_SIZE);
-  limit.bytes = pages > 0 && page_size > 0 ? static_cast<double>(pages) * static_cast<double>(page_size) : 1e300;
+  limit.bytes = pages > 0 && page_size > 0
+                    ? static_cast<double>(pages) * static_cast<double>(page_size)
+                    : 1e300;
   rlimit rl{};
   if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
       static_cast<double>(rl.rlim_cur) < limit.bytes)

@@ -47,7 +47,9 @@ struct sine_additive {
   static constexpr ncsde::noise_class noise = ncsde::noise_class::additive;
   int noise_dimension(int) const { return 1; }
   void drift(const matrix& x, matrix& out, double) const { out(0, 0) = -std::sin(x(0, 0)); }
-  void diffusion(const matrix&, const vector& xi, matrix& out, double) const { out(0, 0) = 0.5 * xi(0); }
+  void diffusion(const matrix&, const vector& xi, matrix& out, double) const {
+    out(0, 0) = 0.5 * xi(0);
+  }
 };
 
 /// Per level: sums of each path's value; order() fits log |mean| on log dt with weights from the
@@ -113,7 +115,8 @@ int main() {
   series em_strong(levels), mil_strong(levels), add_strong(levels);
   for (long long p = 0; p < paths; ++p) {
     // One Brownian path per sample; k = 1, so no Lévy areas are needed.
-    const ncsde::brownian_grid fine(ncsde::random_stream(2026, p), 1, n_fine, t_end / n_fine, false);
+    const ncsde::brownian_grid fine(ncsde::random_stream(2026, p), 1, n_fine, t_end / n_fine,
+                                    false);
     const double exact = std::tanh(sde.sigma * fine.value(n_fine)(0) + std::atanh(x0));
     const double reference = solve(em, additive, fine, 1);
     for (int l = 0; l < levels; ++l) {
@@ -129,7 +132,8 @@ int main() {
   const long long weak_paths = 200'000, n_weak = 1LL << 6;
   series em_weak(levels), mil_weak(levels);
   for (long long p = 0; p < weak_paths; ++p) {
-    const ncsde::brownian_grid fine(ncsde::random_stream(2027, p), 1, n_weak, t_end / n_weak, false);
+    const ncsde::brownian_grid fine(ncsde::random_stream(2027, p), 1, n_weak, t_end / n_weak,
+                                    false);
     const double exact = std::tanh(sde.sigma * fine.value(n_weak)(0) + std::atanh(x0));
     for (int l = 0; l < levels; ++l) {
       const long long ratio = n_weak >> (2 + l);
@@ -138,8 +142,10 @@ int main() {
     }
   }
 
-  std::printf("orders ± standard error; strong: %lld paths, dt = 2^-4 … 2^-8; weak: %lld paths, "
-              "dt = 2^-2 … 2^-6\n", paths, weak_paths);
+  std::printf(
+      "orders ± standard error; strong: %lld paths, dt = 2^-4 … 2^-8; weak: %lld paths, "
+      "dt = 2^-2 … 2^-6\n",
+      paths, weak_paths);
   const std::vector<double> strong_dts = step_sizes(4), weak_dts = step_sizes(2);
   bool ok = report("tanh", "em", "strong", em_strong.order(strong_dts, paths), 0.5);
   ok &= report("tanh", "milstein", "strong", mil_strong.order(strong_dts, paths), 1.0);

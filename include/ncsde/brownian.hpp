@@ -34,11 +34,11 @@ namespace ncsde {
 ///    with_iterated, the step's iterated Itô integrals I_(j,l)). The engine asks for each step once,
 ///    in order; a source may rely on that or, like stream_brownian, answer any step in any order.
 template <class Src>
-concept NoiseSource = requires(Src& src, std::uint64_t step, double dt, bool with_iterated,
-                               noise_increment& out) {
-  { src.dimension() } -> std::convertible_to<int>;
-  src.increment(step, dt, with_iterated, out);
-};
+concept NoiseSource =
+    requires(Src& src, std::uint64_t step, double dt, bool with_iterated, noise_increment& out) {
+      { src.dimension() } -> std::convertible_to<int>;
+      src.increment(step, dt, with_iterated, out);
+    };
 
 /// A NoiseSource that can also halve an increment it handed out by the Brownian bridge (what the
 /// `refine` cone policy needs): src.split(parent, step, node, with_iterated, left, right) with
@@ -46,11 +46,10 @@ concept NoiseSource = requires(Src& src, std::uint64_t step, double dt, bool wit
 /// step `step` as a heap (1: the whole step; 2n, 2n + 1: the halves of piece n).
 template <class Src>
 concept BridgedNoiseSource =
-    NoiseSource<Src> && requires(Src& src, const noise_increment& parent, std::uint64_t step,
-                                 std::uint64_t node, bool with_iterated, noise_increment& left,
-                                 noise_increment& right) {
-      src.split(parent, step, node, with_iterated, left, right);
-    };
+    NoiseSource<Src> &&
+    requires(Src& src, const noise_increment& parent, std::uint64_t step, std::uint64_t node,
+             bool with_iterated, noise_increment& left,
+             noise_increment& right) { src.split(parent, step, node, with_iterated, left, right); };
 
 /// Increments of a k-dimensional Brownian motion from a (seed, path) stream.
 /// Step i's increment uses the normals at (increments, i, 0); its iterated integrals the normals at
@@ -58,7 +57,8 @@ concept BridgedNoiseSource =
 /// (heap numbering); bridge midpoints use (bridge, i, node).
 class stream_brownian {
  public:
-  stream_brownian(random_stream stream, int k, levy_area_method method = levy_area_method::wiktorsson)
+  stream_brownian(random_stream stream, int k,
+                  levy_area_method method = levy_area_method::wiktorsson)
       : m_stream(stream), m_k(k), m_areas(method) {}
 
   int dimension() const { return m_k; }
@@ -76,8 +76,8 @@ class stream_brownian {
 
   /// Splits `parent` (bridge node `node` of step `step`) into halves by the Brownian bridge:
   /// left.dw = parent.dw/2 + √(dt/4)·Z, right.dw = parent.dw − left.dw.
-  void split(const noise_increment& parent, std::uint64_t step, std::uint64_t node, bool with_iterated,
-             noise_increment& left, noise_increment& right) {
+  void split(const noise_increment& parent, std::uint64_t step, std::uint64_t node,
+             bool with_iterated, noise_increment& left, noise_increment& right) {
     const double half = 0.5 * parent.dt;
     m_z.resize(m_k);
     m_stream.normals(random_domain::bridge, step, node, m_z);
@@ -123,7 +123,8 @@ class brownian_grid {
   void increment(long long first, long long count, bool with_iterated, noise_increment& out) const;
 
   /// Coarse step `step` of a grid with `ratio` fine steps per coarse step.
-  void coarse_increment(long long step, long long ratio, bool with_iterated, noise_increment& out) const {
+  void coarse_increment(long long step, long long ratio, bool with_iterated,
+                        noise_increment& out) const {
     increment(step * ratio, ratio, with_iterated, out);
   }
 
@@ -132,7 +133,7 @@ class brownian_grid {
   long long m_n;
   double m_h;
   bool m_has_iterated;
-  matrix m_w;                     // k × (n+1) path values
+  matrix m_w;                           // k × (n+1) path values
   std::vector<matrix> m_fine_iterated;  // per fine step, k × k
 };
 

@@ -126,9 +126,7 @@ concept SdeWithDiffusionDerivative =
 ///  run_ensemble() call it after each step whose new state passed the check by Cholesky.
 template <class S, class State = matrix>
 concept SdeWithCholeskyHint =
-    Sde<S, State> && requires(const S& s, const State& v, const State& l) {
-                       s.use_cholesky(v, l);
-                     };
+    Sde<S, State> && requires(const S& s, const State& v, const State& l) { s.use_cholesky(v, l); };
 
 /// S describes its noise by the dense covariance operator instead of a noise map:
 ///  s.covariance(v, sigma, t): sigma = Σ(t, v), a K×K matrix over the K = m(m+1)/2 upper-triangle

@@ -118,7 +118,7 @@ struct convergence_problem {
 
   std::string name;
   std::string description;
-  problem<S> prob;                 ///< SDE, V0, horizon [t0, T]
+  problem<S> prob;  ///< SDE, V0, horizon [t0, T]
   /// The noise class deciding the expected strong orders: the SDE's declared class (general when it
   /// declares none) unless set here.
   noise_class noise = declared_noise_class<S>();
@@ -130,8 +130,8 @@ struct convergence_problem {
   noise_class effective_noise() const {
     return noise == noise_class::general && commutative_noise ? noise_class::commutative : noise;
   }
-  int first_level = 1;             ///< coarsest dt = (T − t0)/2^first_level
-  int levels = 5;                  ///< number of step sizes (≥ 3)
+  int first_level = 1;       ///< coarsest dt = (T − t0)/2^first_level
+  int levels = 5;            ///< number of step sizes (≥ 3)
   long long paths = 1000;    ///< default number of paths (all strong errors, order-1 weak errors)
   long long weak_paths = 0;  ///< default paths of the O(dt)-variance weak errors (0: = paths)
   int reference_ratio = 16;  ///< fine steps per finest coarse step when there is no exact solution
@@ -189,9 +189,9 @@ struct convergence_series {
   /// before T: counted here, the errors average over the other paths.
   long long failed_paths = 0;
   std::string error_measure;  ///< the strong error measure's name (empty: Frobenius norm)
-  std::string reference;   ///< "exact" or how the reference was computed
-  std::string functional;  ///< the weak functional's name (weak series)
-  double seconds = 0.0;    ///< wall time of the whole problem's run
+  std::string reference;      ///< "exact" or how the reference was computed
+  std::string functional;     ///< the weak functional's name (weak series)
+  double seconds = 0.0;       ///< wall time of the whole problem's run
 };
 
 namespace detail {
@@ -215,7 +215,7 @@ struct convergence_plan {
   /// Per scheme: its weak samples are f(V_dt) − Z with Z the EM martingale control on the same path
   /// and step (EM itself, and the schemes coupled to it; see the file comment).
   std::vector<bool> martingale_weak;
-  double span = 0.0;            ///< T − t0
+  double span = 0.0;  ///< T − t0
   bool exact = false;
   bool strong = true, weak = true;
   bool martingale =
@@ -225,7 +225,8 @@ struct convergence_plan {
   bool extended_iterated = false;  ///< the extended pass's grid carries them (a scheme there asks)
   int threads = 1;
   std::uint64_t seed = 0;
-  milstein_derivative derivative = milstein_derivative::automatic;  ///< of the studied Milstein schemes
+  milstein_derivative derivative =
+      milstein_derivative::automatic;  ///< of the studied Milstein schemes
   /// No series to produce (only weak errors asked for, of schemes that have none on this problem).
   bool empty() const {
     return !strong && std::find(has_weak.begin(), has_weak.end(), true) == has_weak.end();
@@ -317,9 +318,8 @@ class convergence_kernel {
         m_plan(plan),
         m_values(values),
         m_sde(cp.prob.sde),
-        m_steppers(builtin_schemes::make_tuple([&]<class St>(std::type_identity<St>) {
-          return configured<St>(plan.derivative);
-        })),
+        m_steppers(builtin_schemes::make_tuple(
+            [&]<class St>(std::type_identity<St>) { return configured<St>(plan.derivative); })),
         m_martingale_runs(static_cast<std::size_t>(plan.levels)) {
     m_options.policy = pd_policy::count;
     m_k = m_sde.noise_dimension(static_cast<int>(cp.prob.v0.rows()));
@@ -390,7 +390,7 @@ class convergence_kernel {
           out[0] = out[1] = nan;
           continue;
         }
-        out[0] = !m_plan.strong              ? 0.0
+        out[0] = !m_plan.strong            ? 0.0
                  : m_cp.strong_error.error ? m_cp.strong_error.error(v, v_ref)
                                            : (v - v_ref).norm();
         if (!m_plan.has_weak[s])
@@ -501,10 +501,9 @@ class convergence_kernel {
   int m_k = 0;
   integrate_options m_options;
   builtin_schemes::tuple m_steppers;  ///< one stepper of each scheme, by type
-  control_stepper m_em;    ///< the EM control on the fine grid (no pathwise solution)
-  milstein<> m_reference;  ///< the fine-grid reference (derivative form automatic)
+  control_stepper m_em;               ///< the EM control on the fine grid (no pathwise solution)
+  milstein<> m_reference;             ///< the fine-grid reference (derivative form automatic)
   std::vector<martingale_run> m_martingale_runs;  ///< [level], this path's
-
 };
 
 /// The executor's worker of run_convergence: path p writes only its own slots of the value arrays.
@@ -538,8 +537,9 @@ struct convergence_worker {
 /// scheme name the registry does not list, a problem without exact solution and without
 /// euler_weak) and rethrows the error of the lowest-numbered failing path.
 template <class S>
-requires Sde<S> std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp,
-                                                                const convergence_options& opt) {
+  requires Sde<S>
+std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp,
+                                                const convergence_options& opt) {
   const auto start = std::chrono::steady_clock::now();
   {
     integrate_options count_policy, resolved;

@@ -58,13 +58,13 @@ functional entry_functional(int a, int b);
 struct ensemble_options {
   std::uint64_t seed = 0;
   long long paths = 1000;
-  int threads = 0;           ///< 0: all hardware threads
-  bool keep_paths = false;   ///< keep every path's final and saved states (needed for CSV output)
+  int threads = 0;          ///< 0: all hardware threads
+  bool keep_paths = false;  ///< keep every path's final and saved states (needed for CSV output)
   std::vector<functional> functionals;
   std::vector<double> quantile_levels{0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99};
   /// automatic and on: a bar on a terminal, a line every 30 s of a long run elsewhere (progress_bar)
   progress_mode progress = progress_mode::automatic;
-  int block_size = 64;       ///< paths per reduction block (fixed: part of the reproducibility contract)
+  int block_size = 64;  ///< paths per reduction block (fixed: part of the reproducibility contract)
 };
 
 struct path_record {
@@ -87,21 +87,21 @@ struct functional_summary {
 };
 
 struct ensemble_result {
-  int m = 0;                 ///< rows of the state (m of an m×m matrix, d of a vector)
-  state_layout layout;       ///< the states' shape, space and coordinates
+  int m = 0;            ///< rows of the state (m of an m×m matrix, d of a vector)
+  state_layout layout;  ///< the states' shape, space and coordinates
   double t0 = 0.0, t_end = 0.0, dt = 0.0;
   long long paths = 0, completed = 0, blown_up = 0, stopped = 0;
   std::uint64_t seed = 0;
   int threads = 1;
   std::string scheme;
-  moments terminal;          ///< coordinates of the state at T over completed paths
-  moments at_stop;           ///< coordinates of the state at stopping, over stopped paths
+  moments terminal;  ///< coordinates of the state at T over completed paths
+  moments at_stop;   ///< coordinates of the state at stopping, over stopped paths
   std::vector<double> explosion_times;  ///< sorted, one per blown-up path
   std::vector<double> stop_times;       ///< sorted, one per stopped path
   std::vector<double> save_times;
-  std::vector<moments> saved;           ///< coordinates at each save time, over paths alive then
+  std::vector<moments> saved;  ///< coordinates at each save time, over paths alive then
   std::vector<functional_summary> functionals;
-  pd_counters pd;                       ///< cone events (zero off the cone)
+  pd_counters pd;  ///< cone events (zero off the cone)
   long long paths_with_violations = 0;
   /// The step controller (integrate_options::control) and, when it is adaptive, its tolerance and
   /// counters summed over the paths: steps taken (pieces), refinements and unresolved pieces,
@@ -110,7 +110,7 @@ struct ensemble_result {
   double tolerance = 0.0;
   long long steps = 0;
   step_stats stepping;
-  std::vector<path_record> records;     ///< when keep_paths, in path order
+  std::vector<path_record> records;  ///< when keep_paths, in path order
   double seconds = 0.0;
 
   double blown_up_fraction() const { return paths ? double(blown_up) / double(paths) : 0.0; }
@@ -126,12 +126,12 @@ struct ensemble_path {
   long long path = 0;
   path_status status = path_status::completed;
   double t_stop = 0.0;
-  vector packed;                ///< the state at t_stop (state_layout::pack)
-  std::vector<vector> saved;    ///< the states at the save times reached
+  vector packed;              ///< the state at t_stop (state_layout::pack)
+  std::vector<vector> saved;  ///< the states at the save times reached
   pd_counters pd;
-  std::vector<double> values;   ///< the functionals at t_stop (+inf when blown up)
-  long long steps = 0;          ///< steps taken
-  step_stats stepping;          ///< the step controller's counters
+  std::vector<double> values;  ///< the functionals at t_stop (+inf when blown up)
+  long long steps = 0;         ///< steps taken
+  step_stats stepping;         ///< the step controller's counters
 };
 
 /// The result of one block. A whole block (all of its paths in one range) holds its summaries and
@@ -149,9 +149,9 @@ struct block_result {
   long long completed = 0, blown_up = 0, stopped = 0, with_violations = 0;
   long long steps = 0;
   step_stats stepping;
-  std::vector<path_status> statuses;          ///< per path, in path order
-  std::vector<std::vector<double>> values;    ///< per functional, per path
-  std::vector<path_record> records;           ///< when keep_paths
+  std::vector<path_status> statuses;        ///< per path, in path order
+  std::vector<std::vector<double>> values;  ///< per functional, per path
+  std::vector<path_record> records;         ///< when keep_paths
   // cut blocks:
   std::vector<ensemble_path> paths;
 
@@ -298,8 +298,9 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   validate_options(iopt);
   detail::validate_ensemble_options(opt);
   if (range.first < 0 || range.last < range.first || range.last > opt.paths)
-    throw_invalid("run_ensemble", detail::format_message("the path range [{}, {}) must lie in [0, paths = {})",
-                                              range.first, range.last, opt.paths));
+    throw_invalid("run_ensemble",
+                  detail::format_message("the path range [{}, {}) must lie in [0, paths = {})",
+                                         range.first, range.last, opt.paths));
   integrate_options resolved;
   const State v0 = detail::validate_problem("run_ensemble", prob, iopt,
                                             Stepper::request.needs_iterated_integrals(), resolved);
@@ -312,8 +313,7 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
                                                            "source with a bridge split",
                                                            to_string(resolved.control)));
   }
-  const state_layout layout =
-      make_state_layout("run_ensemble", "V0", state_space_of<S>, v0);
+  const state_layout layout = make_state_layout("run_ensemble", "V0", state_space_of<S>, v0);
   detail::validate_functionals(opt, layout);
   const step_grid grid(prob.t0, prob.t_end, iopt.dt, iopt.save_times);
 
@@ -342,12 +342,16 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   xopt.progress = opt.progress;
   xopt.label = std::string(Stepper::name);
   auto reduce = [&](const block_info&, block_result&& b) { out.blocks.push_back(std::move(b)); };
-  visit_state_type<Stepper, S, State>(v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
-    using worker = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
-    const typename worker::context c{stepper, prob.sde, v0,     grid, resolved,
-                                     opt,     layout,   make_source, prob.sde.noise_dimension(run.m)};
-    run.seconds = execute(range, xopt, [&] { return worker(c); }, reduce).seconds;
-  });
+  visit_state_type<Stepper, S, State>(
+      v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
+        using worker = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
+        const typename worker::context c{stepper, prob.sde,    v0,
+                                         grid,    resolved,    opt,
+                                         layout,  make_source, prob.sde.noise_dimension(run.m)};
+        run.seconds = execute(
+                          range, xopt, [&] { return worker(c); }, reduce)
+                          .seconds;
+      });
   return out;
 }
 

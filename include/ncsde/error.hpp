@@ -97,21 +97,25 @@ std::string format_message(std::string_view pattern, const Args&... args) {
 template <class Value>
 [[noreturn]] void throw_invalid_argument(std::string_view where, std::string_view param,
                                          const Value& value, std::string_view rule) {
-  throw invalid_argument(detail::format_message("{}: {} must be {} (got {})", where, param, rule, value));
+  throw invalid_argument(
+      detail::format_message("{}: {} must be {} (got {})", where, param, rule, value));
 }
 
 /// Throws ncsde::invalid_argument("<where>: <message>") for rules that do not fit the one-value form.
 [[noreturn]] void throw_invalid(std::string_view where, std::string_view message);
 
-using assert_handler = void (*)(const char* file, int line, const char* condition, const char* message);
+using assert_handler = void (*)(const char* file, int line, const char* condition,
+                                const char* message);
 
 /// Installs a handler for failed NCSDE_ASSERTs and returns the previous one. The default prints and
 /// aborts; throw_on_assert turns a failure into ncsde::assertion_error.
 assert_handler set_assert_handler(assert_handler handler);
-[[noreturn]] void throw_on_assert(const char* file, int line, const char* condition, const char* message);
+[[noreturn]] void throw_on_assert(const char* file, int line, const char* condition,
+                                  const char* message);
 
 namespace detail {
-[[noreturn]] void assert_failed(const char* file, int line, const char* condition, const char* message);
+[[noreturn]] void assert_failed(const char* file, int line, const char* condition,
+                                const char* message);
 }  // namespace detail
 
 }  // namespace ncsde

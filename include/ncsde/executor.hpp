@@ -83,10 +83,10 @@ struct block_grid {
 };
 
 struct executor_options {
-  int threads = 0;                 ///< 0: all hardware threads
-  long long block_size = 64;       ///< paths per block (part of a driver's reproducibility contract)
+  int threads = 0;            ///< 0: all hardware threads
+  long long block_size = 64;  ///< paths per block (part of a driver's reproducibility contract)
   progress_mode progress = progress_mode::automatic;
-  std::string label = "paths";     ///< the progress bar's label
+  std::string label = "paths";  ///< the progress bar's label
 };
 
 /// What execute() reports: the worker threads it ran and its wall time.
@@ -274,8 +274,9 @@ execution_report execute(path_range range, const executor_options& opt, MakeWork
   bar.finish();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!errors.empty()) {
-    const auto lowest = std::min_element(
-        errors.begin(), errors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const auto lowest =
+        std::min_element(errors.begin(), errors.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
     std::rethrow_exception(lowest->second);
   }
   return report;

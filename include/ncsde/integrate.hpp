@@ -135,8 +135,8 @@ const std::array<step_control_descriptor, 3>& step_controls();
 /// Per-path counters of the step controller (all zero but `steps` with fixed steps).
 struct step_stats {
   long long refinements = 0;  ///< halvings the controller made (depth increases)
-  long long unresolved = 0;  ///< pieces taken at the depth or time-resolution limit
-  int deepest = 0;           ///< largest number of halvings of an accepted piece
+  long long unresolved = 0;   ///< pieces taken at the depth or time-resolution limit
+  int deepest = 0;            ///< largest number of halvings of an accepted piece
 
   step_stats& operator+=(const step_stats& o);
 };
@@ -161,10 +161,11 @@ problem(S, const Eigen::MatrixBase<Derived>&, double, double)
 struct integrate_options {
   double dt = 1e-3;
   pd_policy policy = pd_policy::automatic;  ///< cone policy (cone problems only; see pd_policy)
-  double pd_floor = 0.0;               ///< eigenvalue floor of `project` (≥ 0)
-  int refine_depth = 8;                ///< maximal halvings of `refine` (dt / 2^depth), 1..30
-  double blowup_threshold = 1e6;       ///< max|X^{ab}| above which a path has blown up, (0, 1e100]
-  std::vector<double> save_times;      ///< grid times at which to keep the state (ascending, in [t0, T])
+  double pd_floor = 0.0;                    ///< eigenvalue floor of `project` (≥ 0)
+  int refine_depth = 8;                     ///< maximal halvings of `refine` (dt / 2^depth), 1..30
+  double blowup_threshold = 1e6;  ///< max|X^{ab}| above which a path has blown up, (0, 1e100]
+  std::vector<double>
+      save_times;  ///< grid times at which to keep the state (ascending, in [t0, T])
   /// Optional stopping rule checked on the grid: stop the path (status stopped) when it returns true.
   /// It sees the state as an ncsde::matrix (d×1 for a vector state).
   std::function<bool(const matrix& v, double t)> stop_condition;
@@ -178,12 +179,13 @@ struct integrate_options {
 template <class State = matrix>
 struct basic_path_result {
   path_status status = path_status::completed;
-  double t_stop = 0.0;       ///< T when completed; the time of the step that blew up or stopped
-  long long steps = 0;       ///< steps taken (grid steps; accepted pieces with adaptive steps)
-  State v;                   ///< state at t_stop
+  double t_stop = 0.0;  ///< T when completed; the time of the step that blew up or stopped
+  long long steps = 0;  ///< steps taken (grid steps; accepted pieces with adaptive steps)
+  State v;              ///< state at t_stop
   pd_counters pd;
-  step_stats stepping;       ///< the step controller's counters
-  std::vector<State> saved;  ///< state at save_times[0 .. saved.size()) (fewer if the path stopped early)
+  step_stats stepping;  ///< the step controller's counters
+  std::vector<State>
+      saved;  ///< state at save_times[0 .. saved.size()) (fewer if the path stopped early)
 };
 using path_result = basic_path_result<matrix>;
 
@@ -256,8 +258,7 @@ class path_integrator {
         m_halves(space == state_space::psd_cone
                      ? static_cast<std::size_t>(std::max(opt.refine_depth, 0))
                      : 0),
-        m_tree(opt.control == step_control::fixed ? 0
-                                                  : static_cast<std::size_t>(opt.max_depth)) {}
+        m_tree(opt.control == step_control::fixed ? 0 : static_cast<std::size_t>(opt.max_depth)) {}
 
   basic_path_result<Public> run(const Public& v0, const step_grid& grid, Observer& observer) {
     basic_path_result<Public> r;
@@ -282,8 +283,7 @@ class path_integrator {
       m_source.increment(static_cast<std::uint64_t>(i), h, with_iterated, m_inc);
       if (m_opt.control != step_control::fixed) {
         // The stop condition is checked after every accepted piece, by adaptive().
-        const path_status st =
-            adaptive(r, t, grid.time(i + 1), static_cast<std::uint64_t>(i), i);
+        const path_status st = adaptive(r, t, grid.time(i + 1), static_cast<std::uint64_t>(i), i);
         r.t_stop = grid.time(i + 1);
         if (st != path_status::completed) {
           r.t_stop = st == path_status::blown_up ? m_blowup_time : m_stop_time;
@@ -424,7 +424,8 @@ class path_integrator {
         // (the change of a noise-driven step scales like √h, a local error like h), coarser by one
         // when it was well inside and the next piece starts a piece of the coarser depth.
         if (measure > 1.0) {
-          const double halvings = std::ceil((doubling ? 1.0 : 2.0) * std::log2(std::min(measure, 1e6)));
+          const double halvings =
+              std::ceil((doubling ? 1.0 : 2.0) * std::log2(std::min(measure, 1e6)));
           int nd = d + static_cast<int>(std::clamp(halvings, 1.0, 8.0));
           nd = std::min(nd, deepest);
           while (nd > d && !resolvable(t0, span, nd)) --nd;
@@ -514,7 +515,8 @@ class path_integrator {
       // the problem's answer without a word.
       if (asymmetry > symmetry_tolerance * std::max(1.0, size))
         throw evaluation_error(detail::format_message(
-            "integrate: the drift or noise map returned a non-symmetric matrix at path {}, step {}, "
+            "integrate: the drift or noise map returned a non-symmetric matrix at path {}, step "
+            "{}, "
             "t = {} (max |X - X^T| of the step = {:.3g}, above the round-off tolerance {:.3g}) on "
             "the {} state space; coefficients there must be symmetric (declare "
             "state_space::euclidean for a general matrix state)",
@@ -555,21 +557,24 @@ class path_integrator {
         return path_status::completed;
       case pd_policy::throw_error:
         throw pd_violation(
-            detail::format_message("integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
-                        "(smallest eigenvalue {:.6g})",
-                        m_path, grid_step, t + inc.dt, pr.min_eigenvalue),
+            detail::format_message(
+                "integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
+                "(smallest eigenvalue {:.6g})",
+                m_path, grid_step, t + inc.dt, pr.min_eigenvalue),
             m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
       case pd_policy::refine:
         break;
     }
     if (depth >= m_opt.refine_depth)
       throw pd_violation(
-          detail::format_message("integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
-                      "(smallest eigenvalue {:.6g}) even after refining the step {} times (dt = {:.3g})",
-                      m_path, grid_step, t + inc.dt, pr.min_eigenvalue, depth, inc.dt),
+          detail::format_message(
+              "integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
+              "(smallest eigenvalue {:.6g}) even after refining the step {} times (dt = {:.3g})",
+              m_path, grid_step, t + inc.dt, pr.min_eigenvalue, depth, inc.dt),
           m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
     if constexpr (!BridgedNoiseSource<Source>) {
-      throw invalid_argument("integrate: pd policy 'refine' needs a noise source with a bridge split");
+      throw invalid_argument(
+          "integrate: pd policy 'refine' needs a noise source with a bridge split");
     } else {
       ++r.pd.refined;
       // The halves of depth d live while depth d + 1 runs: one reused pair per depth (depth <
@@ -600,7 +605,7 @@ class path_integrator {
   std::vector<level> m_tree;
   State m_v, m_trial;
   State m_start, m_full, m_drift;  ///< the controllers' workspaces
-  int m_depth = 0;                 ///< the controller's depth, carried from one grid step to the next
+  int m_depth = 0;  ///< the controller's depth, carried from one grid step to the next
   double m_stop_time = 0.0;
   matrix m_dynamic;
   std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>
@@ -610,9 +615,9 @@ class path_integrator {
 
 /// Stepper can step states of type State: it declares rebind_state<State>, default-constructible.
 template <class Stepper, class State>
-concept rebindable_stepper =
-    requires { typename Stepper::template rebind_state<State>; } &&
-    std::default_initializable<typename Stepper::template rebind_state<State>>;
+concept rebindable_stepper = requires {
+  typename Stepper::template rebind_state<State>;
+} && std::default_initializable<typename Stepper::template rebind_state<State>>;
 
 /// The stepper that steps State: Stepper itself (copied) when it steps State already, else its
 /// rebound scheme, converted from Stepper when it offers that (so that options carry over),
@@ -643,9 +648,9 @@ inline constexpr bool has_state_path =
 /// (is_fixed_size) or the scalar M = 1, the stepper rebinds to square_matrix<M> and the problem
 /// accepts square_matrix<M> states.
 template <int M, class Stepper, class S>
-inline constexpr bool has_fixed_path = (is_fixed_size<M> || M == 1) &&
-                                       rebindable_stepper<Stepper, square_matrix<M>> &&
-                                       Sde<S, square_matrix<M>>;
+inline constexpr bool has_fixed_path =
+    (is_fixed_size<M> || M == 1) && rebindable_stepper<Stepper, square_matrix<M>> &&
+    Sde<S, square_matrix<M>>;
 
 /// visit_state_type's search of the sizes Ms... (fixed_sizes, fixed_vector_sizes) for n: f on
 /// Fixed<M> for the M equal to n where has_state_path holds, else f on Public.
@@ -694,19 +699,21 @@ template <class S, class State>
 State validate_problem(std::string_view where, const problem<S, State>& p,
                        const integrate_options& opt, bool iterated, integrate_options& resolved) {
   constexpr state_space space = state_space_of<S>;
-  static_assert(StateType<State>, "problem: the state must be a plain Eigen vector or matrix of doubles");
+  static_assert(StateType<State>,
+                "problem: the state must be a plain Eigen vector or matrix of doubles");
   State v0 = validate_state_on(where, "V0", space, p.v0);
   if constexpr (requires { p.sde.shape(); }) {
     const auto [rows, cols] = p.sde.shape();
     if (v0.rows() != rows || v0.cols() != cols)
-      throw_invalid(where, detail::format_message("V0 must be {}×{} for this SDE (got {}×{})", rows, cols,
-                                       v0.rows(), v0.cols()));
+      throw_invalid(where, detail::format_message("V0 must be {}×{} for this SDE (got {}×{})", rows,
+                                                  cols, v0.rows(), v0.cols()));
   }
   const double size = v0.cwiseAbs().maxCoeff();
   if (!(size <= opt.blowup_threshold))
-    throw_invalid(where, detail::format_message("V0 must lie within blowup_threshold = {:.6g} (got max |V0| = "
-                                     "{:.6g}: every path would count as blown up at t0)",
-                                     opt.blowup_threshold, size));
+    throw_invalid(where, detail::format_message(
+                             "V0 must lie within blowup_threshold = {:.6g} (got max |V0| = "
+                             "{:.6g}: every path would count as blown up at t0)",
+                             opt.blowup_threshold, size));
   resolved = opt;
   resolved.policy = resolve_pd_policy(where, space, opt.policy);
   const long long k = p.sde.noise_dimension(static_cast<int>(v0.rows()));
@@ -721,20 +728,20 @@ basic_path_result<State> integrate_path(Stepper& stepper, const problem<S, State
                                         const State& v0, const step_grid& grid,
                                         const integrate_options& opt, Source& source,
                                         long long path_index, Observer& observer) {
-  return visit_state_type<Stepper, S, State>(v0.rows(), v0.cols(), [&]<class Fixed>(
-                                                                       std::type_identity<Fixed>) {
-    using rebound = stepper_for<Stepper, Fixed>;
-    if constexpr (std::is_same_v<typename rebound::type, Stepper>) {
-      path_integrator<Stepper, S, Source, Observer, Fixed, State> engine(stepper, prob.sde, source,
-                                                                          opt, path_index);
-      return engine.run(v0, grid, observer);
-    } else {
-      typename rebound::type local = rebound::make(stepper);
-      path_integrator<typename rebound::type, S, Source, Observer, Fixed, State> engine(
-          local, prob.sde, source, opt, path_index);
-      return engine.run(v0, grid, observer);
-    }
-  });
+  return visit_state_type<Stepper, S, State>(
+      v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
+        using rebound = stepper_for<Stepper, Fixed>;
+        if constexpr (std::is_same_v<typename rebound::type, Stepper>) {
+          path_integrator<Stepper, S, Source, Observer, Fixed, State> engine(
+              stepper, prob.sde, source, opt, path_index);
+          return engine.run(v0, grid, observer);
+        } else {
+          typename rebound::type local = rebound::make(stepper);
+          path_integrator<typename rebound::type, S, Source, Observer, Fixed, State> engine(
+              local, prob.sde, source, opt, path_index);
+          return engine.run(v0, grid, observer);
+        }
+      });
 }
 
 }  // namespace detail
@@ -753,9 +760,8 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
                                    std::uint64_t path_index = 0, Observer observer = {}) {
   validate_options(opt);
   integrate_options resolved;
-  const State v0 =
-      detail::validate_problem("integrate", prob, opt, Stepper::request.needs_iterated_integrals(),
-                               resolved);
+  const State v0 = detail::validate_problem("integrate", prob, opt,
+                                            Stepper::request.needs_iterated_integrals(), resolved);
   const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
   const int k = prob.sde.noise_dimension(static_cast<int>(v0.rows()));
   stream_brownian source(random_stream(seed, path_index), k, opt.levy_area);
@@ -776,9 +782,8 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
                                    Observer observer = {}, long long path_index = 0) {
   validate_options(opt);
   integrate_options resolved;
-  const State v0 =
-      detail::validate_problem("integrate", prob, opt, Stepper::request.needs_iterated_integrals(),
-                               resolved);
+  const State v0 = detail::validate_problem("integrate", prob, opt,
+                                            Stepper::request.needs_iterated_integrals(), resolved);
   if constexpr (!BridgedNoiseSource<Source>) {
     if (resolved.policy == pd_policy::refine)
       throw_invalid("integrate", "pd policy 'refine' needs a noise source with a bridge split");

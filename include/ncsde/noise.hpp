@@ -69,7 +69,8 @@ class dense_covariance_noise {
           "dense_covariance_noise: covariance must be {}×{} for m = {} (got {}×{})", K, K, v.rows(),
           m_sigma.rows(), m_sigma.cols()));
     if (!m_sigma.allFinite())
-      throw evaluation_error(detail::format_message("dense_covariance_noise: covariance is not finite at t = {}", t));
+      throw evaluation_error(
+          detail::format_message("dense_covariance_noise: covariance is not finite at t = {}", t));
     m_eigen.compute(0.5 * (m_sigma + m_sigma.transpose()), Eigen::ComputeEigenvectors);
     const double scale = m_sigma.cwiseAbs().maxCoeff();
     const double lmin = m_eigen.eigenvalues()(0);
@@ -78,7 +79,8 @@ class dense_covariance_noise {
           "dense_covariance_noise: covariance is not positive semidefinite at t = {} (smallest "
           "eigenvalue {:.6g})",
           t, lmin));
-    m_factor = m_eigen.eigenvectors() * m_eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal();
+    m_factor =
+        m_eigen.eigenvectors() * m_eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal();
     m_cached_v = v;
     m_cached_t = t;
     m_cached = true;

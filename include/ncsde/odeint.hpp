@@ -343,8 +343,8 @@ class odeint_stepper {
     if (!(dt > 0) || !std::isfinite(dt))
       throw_invalid_argument("odeint_stepper", "dt", dt, "> 0 and finite");
   }
-  odeint_stepper(stream_brownian&& source, double t0, double dt, Stepper stepper = Stepper()) =
-      delete;
+  odeint_stepper(stream_brownian&& source, double t0, double dt,
+                 Stepper stepper = Stepper()) = delete;
 
   /// One step from (t, v) of length h, as described above. Throws ncsde::invalid_argument when t is
   /// not a grid time (within 1e-9·max(dt, |t|)) at or after t0, or h is not in (0, dt], leaving v
@@ -353,24 +353,27 @@ class odeint_stepper {
     const double position = (t - m_t0) / m_dt + 0.5;
     // 9e15 < 2^53: beyond it consecutive grid indices are no longer distinct doubles.
     if (!(position >= 0) || !(position < 9e15))
-      throw_invalid_argument("odeint_stepper", "t", t,
-                             detail::format_message("in [t0, t0 + 9e15·dt) (t0 = {}, dt = {})", m_t0, m_dt));
+      throw_invalid_argument(
+          "odeint_stepper", "t", t,
+          detail::format_message("in [t0, t0 + 9e15·dt) (t0 = {}, dt = {})", m_t0, m_dt));
     const auto n = static_cast<std::uint64_t>(std::floor(position));
     const double t_n = m_t0 + static_cast<double>(n) * m_dt;
     if (!(std::abs(t - t_n) <= 1e-9 * std::max(m_dt, std::abs(t))))
-      throw_invalid_argument("odeint_stepper", "t", t,
-                             detail::format_message("a grid time t0 + n·dt (t0 = {}, dt = {})", m_t0, m_dt));
+      throw_invalid_argument(
+          "odeint_stepper", "t", t,
+          detail::format_message("a grid time t0 + n·dt (t0 = {}, dt = {})", m_t0, m_dt));
     if (!(h > 0) || !(h <= m_dt * (1 + 1e-9)))
-      throw_invalid_argument("odeint_stepper", "h", h, detail::format_message("in (0, dt] (dt = {})", m_dt));
+      throw_invalid_argument("odeint_stepper", "h", h,
+                             detail::format_message("in (0, dt] (dt = {})", m_dt));
     const bool full = h >= m_dt * (1 - 1e-9);
     const double length = full ? (m_t0 + static_cast<double>(n + 1) * m_dt) - t_n : h;
     m_source->increment(n, length, Stepper::request.needs_iterated_integrals(), m_inc);
     try {
       m_stepper.do_step(sde, v, t, m_inc);
     } catch (const detail::non_finite_coefficient& e) {
-      throw evaluation_error(
-          detail::format_message("odeint_stepper: the {} returned {} at step {}, t = {} (max |V| = {:.6g})",
-                      e.which, e.what, n, t, v.cwiseAbs().maxCoeff()));
+      throw evaluation_error(detail::format_message(
+          "odeint_stepper: the {} returned {} at step {}, t = {} (max |V| = {:.6g})", e.which,
+          e.what, n, t, v.cwiseAbs().maxCoeff()));
     }
     if constexpr (is_symmetric_space(state_space_of<S>)) symmetrize(v);
   }

@@ -108,7 +108,8 @@ class basic_psd_checker {
   /// The Cholesky factor L (lower, L Lᵀ = V) of the last check()'s V (detail::cholesky_factor); valid
   /// only when that check returned positive_definite.
   const State& cholesky_factor() const {
-    NCSDE_ASSERT(m_factored, "psd_checker::cholesky_factor: the last check found no Cholesky factor");
+    NCSDE_ASSERT(m_factored,
+                 "psd_checker::cholesky_factor: the last check found no Cholesky factor");
     return m_l;
   }
 

@@ -36,11 +36,11 @@ namespace ncsde {
 
 /// What a block of random numbers is used for; part of the counter, so domains never overlap.
 enum class random_domain : std::uint64_t {
-  increments = 1,    ///< Brownian increments of a step: (step, 0)
-  levy_area = 2,     ///< normals of the iterated-integral (Lévy area) approximation: (step, node)
-  bridge = 3,        ///< Brownian-bridge midpoints when a step is refined: (step, node)
-  initial = 4,       ///< random initial conditions: (0, 0)
-  user = 16,         ///< free for problems and applications: (i0, i1)
+  increments = 1,  ///< Brownian increments of a step: (step, 0)
+  levy_area = 2,   ///< normals of the iterated-integral (Lévy area) approximation: (step, node)
+  bridge = 3,      ///< Brownian-bridge midpoints when a step is refined: (step, node)
+  initial = 4,     ///< random initial conditions: (0, 0)
+  user = 16,       ///< free for problems and applications: (i0, i1)
 };
 
 /// A (seed, path)-keyed Philox stream. Cheap to copy (four words); const and thread-safe.

@@ -104,8 +104,8 @@ struct scheme_list_of {
 }  // namespace detail
 
 #define NCSDE_DETAIL_SCHEME_ENTRY(Stepper) , Stepper
-using builtin_schemes =
-    typename detail::scheme_list_of<void NCSDE_FOR_EACH_BUILTIN_SCHEME(NCSDE_DETAIL_SCHEME_ENTRY)>::type;
+using builtin_schemes = typename detail::scheme_list_of<void NCSDE_FOR_EACH_BUILTIN_SCHEME(
+    NCSDE_DETAIL_SCHEME_ENTRY)>::type;
 #undef NCSDE_DETAIL_SCHEME_ENTRY
 static_assert(detail::distinct_names(builtin_schemes::descriptors),
               "builtin_schemes: two schemes have the same name");

@@ -92,11 +92,13 @@ template <class State>
 state_layout make_state_layout(std::string_view where, std::string_view param, state_space space,
                                const State& x) {
   if (x.rows() == 0 || x.cols() == 0)
-    throw_invalid(where, detail::format_message("{} must be non-empty (got {}×{})", param, x.rows(), x.cols()));
+    throw_invalid(where, detail::format_message("{} must be non-empty (got {}×{})", param, x.rows(),
+                                                x.cols()));
   if (is_symmetric_space(space) && x.rows() != x.cols())
-    throw_invalid(where, detail::format_message("{} must be square on the {} state space (got {}×{}; declare "
-                                     "state_space::euclidean for a general matrix state)",
-                                     param, to_string(space), x.rows(), x.cols()));
+    throw_invalid(
+        where, detail::format_message("{} must be square on the {} state space (got {}×{}; declare "
+                                      "state_space::euclidean for a general matrix state)",
+                                      param, to_string(space), x.rows(), x.cols()));
   return {space, x.rows(), x.cols(), State::ColsAtCompileTime == 1};
 }
 
@@ -114,8 +116,8 @@ State validate_state_on(std::string_view where, std::string_view param, state_sp
   for (Eigen::Index j = 0; j < x.cols(); ++j)
     for (Eigen::Index i = 0; i < x.rows(); ++i)
       if (!std::isfinite(x(i, j)))
-        throw_invalid(where, detail::format_message("{} must be finite (got {} at entry ({}, {}))", param,
-                                         x(i, j), i + 1, j + 1));
+        throw_invalid(where, detail::format_message("{} must be finite (got {} at entry ({}, {}))",
+                                                    param, x(i, j), i + 1, j + 1));
   return x;
 }
 

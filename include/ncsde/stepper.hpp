@@ -33,9 +33,12 @@ enum class iterated_terms {
 /// "none", "symmetric-part-only", "with-levy-areas".
 constexpr std::string_view to_string(iterated_terms i) {
   switch (i) {
-    case iterated_terms::none: return "none";
-    case iterated_terms::symmetric_part_only: return "symmetric-part-only";
-    case iterated_terms::with_levy_areas: return "with-levy-areas";
+    case iterated_terms::none:
+      return "none";
+    case iterated_terms::symmetric_part_only:
+      return "symmetric-part-only";
+    case iterated_terms::with_levy_areas:
+      return "with-levy-areas";
   }
   return "?";
 }
@@ -60,38 +63,35 @@ struct noise_request {
 /// St declares what a scheme is (see the top of this header); the orders are positive constant
 /// expressions.
 template <class St>
-concept Stepper =
-    std::copy_constructible<St> &&
-    requires {
-      { St::name } -> std::convertible_to<std::string_view>;
-      { St::description } -> std::convertible_to<std::string_view>;
-      { St::strong_order(noise_class::general) } -> std::convertible_to<double>;
-      { St::weak_order(noise_class::general) } -> std::convertible_to<double>;
-      { St::request } -> std::convertible_to<noise_request>;
-      { St::preserves_cone } -> std::convertible_to<bool>;
-      // Constant expressions (a non-constexpr declaration fails here), orders > 0.
-      typename std::bool_constant<(St::strong_order(noise_class::general) > 0 &&
-                                   St::strong_order(noise_class::commutative) > 0 &&
-                                   St::strong_order(noise_class::additive) > 0 &&
-                                   St::weak_order(noise_class::general) > 0 &&
-                                   St::weak_order(noise_class::commutative) > 0 &&
-                                   St::weak_order(noise_class::additive) > 0 &&
-                                   !std::string_view(St::name).empty())>;
-    };
+concept Stepper = std::copy_constructible<St> && requires {
+  { St::name } -> std::convertible_to<std::string_view>;
+  { St::description } -> std::convertible_to<std::string_view>;
+  { St::strong_order(noise_class::general) } -> std::convertible_to<double>;
+  { St::weak_order(noise_class::general) } -> std::convertible_to<double>;
+  { St::request } -> std::convertible_to<noise_request>;
+  { St::preserves_cone } -> std::convertible_to<bool>;
+  // Constant expressions (a non-constexpr declaration fails here), orders > 0.
+  typename std::bool_constant<(
+      St::strong_order(noise_class::general) > 0 &&
+      St::strong_order(noise_class::commutative) > 0 &&
+      St::strong_order(noise_class::additive) > 0 && St::weak_order(noise_class::general) > 0 &&
+      St::weak_order(noise_class::commutative) > 0 && St::weak_order(noise_class::additive) > 0 &&
+      !std::string_view(St::name).empty())>;
+};
 
 /// St is a Stepper that steps states of type State of the SDE S.
 template <class St, class S, class State = matrix>
 concept StepperFor = Stepper<St> && Sde<S, State> &&
-                     requires(St& st, const S& sde, State& v, double t, const noise_increment& inc) {
-                       st.do_step(sde, v, t, inc);
-                     };
+                     requires(St& st, const S& sde, State& v, double t,
+                              const noise_increment& inc) { st.do_step(sde, v, t, inc); };
 
 /// A scheme's declarations as a run-time value (the registry's entries, schemes.hpp).
 struct scheme_descriptor {
   std::string_view name;
   std::string_view description;
-  std::array<double, 3> strong{};  ///< strong order per noise_class (general, commutative, additive)
-  std::array<double, 3> weak{};    ///< weak order per noise_class
+  std::array<double, 3>
+      strong{};                  ///< strong order per noise_class (general, commutative, additive)
+  std::array<double, 3> weak{};  ///< weak order per noise_class
   noise_request request;
   bool preserves_cone = false;
 

@@ -14,25 +14,40 @@ namespace ncsde::models {
 
 parameter real_parameter(std::string name, double default_value, std::string help,
                          std::string domain, std::string field) {
-  return {std::move(name), std::move(field), parameter_kind::real, default_value, std::move(help),
-          std::move(domain), {}};
+  return {std::move(name),
+          std::move(field),
+          parameter_kind::real,
+          default_value,
+          std::move(help),
+          std::move(domain),
+          {}};
 }
 
 parameter integer_parameter(std::string name, int default_value, std::string help,
                             std::string domain, std::string field) {
-  return {std::move(name), std::move(field), parameter_kind::integer, default_value,
-          std::move(help), std::move(domain), {}};
+  return {std::move(name),
+          std::move(field),
+          parameter_kind::integer,
+          default_value,
+          std::move(help),
+          std::move(domain),
+          {}};
 }
 
 parameter flag_parameter(std::string name, std::string help, std::string field) {
-  return {std::move(name), std::move(field), parameter_kind::flag, false, std::move(help),
-          "on or off", {}};
+  return {std::move(name),
+          std::move(field),
+          parameter_kind::flag,
+          false,
+          std::move(help),
+          "on or off",
+          {}};
 }
 
 parameter choice_parameter(std::string name, std::string default_value,
                            std::vector<std::string> choices, std::string help, std::string field) {
   std::string domain = "one of " + fmt::format("{}", fmt::join(choices, ", "));
-  return {std::move(name),  std::move(field),   parameter_kind::choice, std::move(default_value),
+  return {std::move(name), std::move(field),  parameter_kind::choice, std::move(default_value),
           std::move(help), std::move(domain), std::move(choices)};
 }
 
@@ -40,10 +55,14 @@ namespace {
 
 std::string_view kind_name(parameter_kind k) {
   switch (k) {
-    case parameter_kind::real: return "a real number";
-    case parameter_kind::integer: return "an integer";
-    case parameter_kind::flag: return "on/off";
-    case parameter_kind::choice: return "a word";
+    case parameter_kind::real:
+      return "a real number";
+    case parameter_kind::integer:
+      return "an integer";
+    case parameter_kind::flag:
+      return "on/off";
+    case parameter_kind::choice:
+      return "a word";
   }
   return "?";
 }
@@ -165,9 +184,8 @@ const model_entry& model_registry::add(model_entry entry) {
     throw_invalid("model_registry", fmt::format("model {} has no SDE factory", name));
   for (const parameter& p : entry.info.parameters) {
     if (p.default_value.index() != static_cast<std::size_t>(p.kind))
-      throw_invalid("model_registry",
-                    fmt::format("the default of {}'s parameter {} is not {}", name, p.name,
-                                kind_name(p.kind)));
+      throw_invalid("model_registry", fmt::format("the default of {}'s parameter {} is not {}",
+                                                  name, p.name, kind_name(p.kind)));
     for (const parameter& q : all_parameters())
       if (q.name == p.name && (q.kind != p.kind || q.default_value != p.default_value ||
                                q.help != p.help || q.choices != p.choices))
@@ -189,8 +207,7 @@ const model_entry* model_registry::find(std::string_view name) const {
 
 const model_entry& model_registry::at(std::string_view name, std::string_view where) const {
   if (const model_entry* e = find(name)) return *e;
-  throw_invalid_argument(where, "model", name,
-                         fmt::format("one of {}", fmt::join(names(), ", ")));
+  throw_invalid_argument(where, "model", name, fmt::format("one of {}", fmt::join(names(), ", ")));
 }
 
 std::vector<std::string> model_registry::names() const {
@@ -203,7 +220,8 @@ std::vector<parameter> model_registry::all_parameters() const {
   std::vector<parameter> out;
   for (const model_entry& e : m_entries)
     for (const parameter& p : e.info.parameters)
-      if (std::none_of(out.begin(), out.end(), [&](const parameter& q) { return q.name == p.name; }))
+      if (std::none_of(out.begin(), out.end(),
+                       [&](const parameter& q) { return q.name == p.name; }))
         out.push_back(p);
   return out;
 }
@@ -243,9 +261,10 @@ std::vector<parameter> shaped_parameters() {
 }
 
 model_entry shaped_entry(architecture arch, std::string name, std::string description) {
-  return make_entry<covariance_sde>(
-             {std::move(name), std::move(description), shaped_parameters()},
-             [arch](const parameter_values& p) { return covariance_sde(arch, shaped_params_of(p)); })
+  return make_entry<covariance_sde>({std::move(name), std::move(description), shaped_parameters()},
+                                    [arch](const parameter_values& p) {
+                                      return covariance_sde(arch, shaped_params_of(p));
+                                    })
       .with_sampler<networks::reduced_network>(
           "reduced", "the exact-in-law V-chain without weights (docs/maths.md §7)",
           [arch](const parameter_values& p, const network_request& r) {
@@ -267,32 +286,33 @@ model_registry make_builtin_registry() {
   reg.add(shaped_entry(architecture::mlp, "mlp", "Shaped ReLU MLP (docs/maths.md §2.2, §3.3.1)"));
   reg.add(shaped_entry(architecture::resnet, "resnet",
                        "Shaped ResNet, ReLU branch of width r·n (docs/maths.md §2.3, §3.3.1)"));
-  reg.add(shaped_entry(architecture::attention, "attention",
-                       "Shaped attention: heads, W^O, causal mask (docs/maths.md §2.4–2.7, §3.3.2)"));
+  reg.add(
+      shaped_entry(architecture::attention, "attention",
+                   "Shaped attention: heads, W^O, causal mask (docs/maths.md §2.4–2.7, §3.3.2)"));
   reg.add(shaped_entry(architecture::transformer, "transformer",
                        "Shaped transformer block: attention + ReLU branch (docs/maths.md §2.8, "
                        "§3.3.4)"));
   // shaped-tanh: a model written outside the four architectures, registered in a few lines.
-  reg.add(make_entry<shaped_activation_sde>(
-              {"shaped-tanh",
-               "Shaped smooth-activation MLP, sigma_s(x) = s sigma(x/s), s = a sqrt(n) "
-               "(ncsde/models/shaped_tanh.hpp)",
-               {real_parameter("a", 1.0, "a, activation shaping s = a*sqrt(n), > 0",
-                               "finite and > 0"),
-                choice_parameter("activation", "tanh", {"tanh", "swish"},
-                                 "Activation sigma: tanh, or swish = 2x*sigmoid(x)")}},
-              [](const parameter_values& p) {
-                return shaped_activation_sde(activation_named(p.choice("activation")), p.real("a"));
-              })
-              .with_sampler<shaped_activation_network>(
-                  "literal", "explicit n×n weights, X W/sqrt(n) then sigma_s",
-                  [](const parameter_values& p, const network_request& r) {
-                    if (r.form != networks::attention_form::shaped)
-                      throw_invalid_argument("shaped-tanh", "form", "unshaped",
-                                             "shaped (the model has no attention)");
-                    return shaped_activation_network(activation_named(p.choice("activation")),
-                                                     p.real("a"), r.m, r.n);
-                  }));
+  reg.add(
+      make_entry<shaped_activation_sde>(
+          {"shaped-tanh",
+           "Shaped smooth-activation MLP, sigma_s(x) = s sigma(x/s), s = a sqrt(n) "
+           "(ncsde/models/shaped_tanh.hpp)",
+           {real_parameter("a", 1.0, "a, activation shaping s = a*sqrt(n), > 0", "finite and > 0"),
+            choice_parameter("activation", "tanh", {"tanh", "swish"},
+                             "Activation sigma: tanh, or swish = 2x*sigmoid(x)")}},
+          [](const parameter_values& p) {
+            return shaped_activation_sde(activation_named(p.choice("activation")), p.real("a"));
+          })
+          .with_sampler<shaped_activation_network>(
+              "literal", "explicit n×n weights, X W/sqrt(n) then sigma_s",
+              [](const parameter_values& p, const network_request& r) {
+                if (r.form != networks::attention_form::shaped)
+                  throw_invalid_argument("shaped-tanh", "form", "unshaped",
+                                         "shaped (the model has no attention)");
+                return shaped_activation_network(activation_named(p.choice("activation")),
+                                                 p.real("a"), r.m, r.n);
+              }));
   return reg;
 }
 

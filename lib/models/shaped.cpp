@@ -37,7 +37,8 @@ void validate_params(const char* where, architecture arch, const shaped_params& 
         throw_invalid_argument(where, "output_projection", p.output_projection,
                                "false for mlp and resnet (no attention)");
       if (p.causal)
-        throw_invalid_argument(where, "causal", p.causal, "false for mlp and resnet (no attention)");
+        throw_invalid_argument(where, "causal", p.causal,
+                               "false for mlp and resnet (no attention)");
       return;
     case architecture::attention:
     case architecture::transformer:
@@ -162,11 +163,11 @@ void covariance_sde::diffusion(const square_matrix<M>& v, const vector& xi, squa
   diffusion_impl<M>(v, xi, out);
 }
 
-#define NCSDE_SHAPED_FIXED(M)                                                                    \
-  template void covariance_sde::drift<M>(const square_matrix<M>&, square_matrix<M>&, double)     \
-      const;                                                                                     \
-  template void covariance_sde::diffusion<M>(const square_matrix<M>&, const vector&,             \
-                                             square_matrix<M>&, double) const;                   \
+#define NCSDE_SHAPED_FIXED(M)                                                                     \
+  template void covariance_sde::drift<M>(const square_matrix<M>&, square_matrix<M>&, double)      \
+      const;                                                                                      \
+  template void covariance_sde::diffusion<M>(const square_matrix<M>&, const vector&,              \
+                                             square_matrix<M>&, double) const;                    \
   template void covariance_sde::use_cholesky<M>(const square_matrix<M>&, const square_matrix<M>&) \
       const;
 NCSDE_FIXED_SIZES(NCSDE_SHAPED_FIXED)

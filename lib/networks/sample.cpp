@@ -8,8 +8,9 @@
 namespace ncsde::networks {
 
 double network_ensemble::stopped_fraction() const {
-  return records.empty() ? 0.0
-                         : static_cast<double>(stopped + blown_up) / static_cast<double>(records.size());
+  return records.empty()
+             ? 0.0
+             : static_cast<double>(stopped + blown_up) / static_cast<double>(records.size());
 }
 
 double network_ensemble::stopped_stderr() const {
@@ -67,9 +68,9 @@ std::vector<int> resolve_depths(const network_options& opt, int d) {
       throw_invalid_argument(where, fmt::format("depths[{}]", i), opt.depths[i],
                              fmt::format("in [0, d = {}]", d));
     if (i > 0 && opt.depths[i] <= opt.depths[i - 1])
-      throw_invalid_argument(where, fmt::format("depths[{}]", i), opt.depths[i],
-                             fmt::format("> depths[{}] = {} (strictly increasing)", i - 1,
-                                         opt.depths[i - 1]));
+      throw_invalid_argument(
+          where, fmt::format("depths[{}]", i), opt.depths[i],
+          fmt::format("> depths[{}] = {} (strictly increasing)", i - 1, opt.depths[i - 1]));
   }
   return opt.depths;
 }

@@ -43,11 +43,11 @@
 #include "models/model_flags.hpp"
 #include "ncsde/convergence.hpp"
 #include "ncsde/error.hpp"
-#include "ncsde/schemes.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/models/shaped.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
+#include "ncsde/schemes.hpp"
 
 namespace {
 

@@ -98,9 +98,7 @@ constexpr model_case model_cases[] = {
 };
 
 /// V0 = 0.6 I + 0.4 11ᵀ: positive definite, unit diagonal, correlation 0.4.
-matrix initial_state(int m) {
-  return 0.6 * matrix::Identity(m, m) + 0.4 * matrix::Ones(m, m);
-}
+matrix initial_state(int m) { return 0.6 * matrix::Identity(m, m) + 0.4 * matrix::Ones(m, m); }
 
 struct counted_run {
   long long allocations = 0;
@@ -124,8 +122,8 @@ counted_run run_counted(const S& sde, int m, long long steps, double dt) {
 /// Checks that 1000 steps allocate as often as 100; returns (allocations per path, projections).
 template <class Stepper, class S>
 std::pair<long long, long long> check_steps_allocate_nothing(const S& sde, int m,
-                                                            const std::string& label,
-                                                            double dt = 1e-3) {
+                                                             const std::string& label,
+                                                             double dt = 1e-3) {
   const counted_run short_run = run_counted<Stepper, S>(sde, m, 100, dt);
   const counted_run long_run = run_counted<Stepper, S>(sde, m, 1000, dt);
   INFO(label, ", m = ", m, ": ", short_run.allocations, " allocations for 100 steps, ",
@@ -159,8 +157,10 @@ TEST_CASE("integrate: no heap allocation inside a step (fixed-size path, m = 3 a
     p.causal = c.causal;
     const models::covariance_sde sde(c.arch, p);
     for (const int m : {3, 8}) {
-      t.add(check_steps_allocate_nothing<ncsde::euler_maruyama<>>(sde, m, std::string(c.name) + ", EM"));
-      t.add(check_steps_allocate_nothing<ncsde::milstein<>>(sde, m, std::string(c.name) + ", Milstein"));
+      t.add(check_steps_allocate_nothing<ncsde::euler_maruyama<>>(sde, m,
+                                                                  std::string(c.name) + ", EM"));
+      t.add(check_steps_allocate_nothing<ncsde::milstein<>>(sde, m,
+                                                            std::string(c.name) + ", Milstein"));
     }
   }
   MESSAGE("fixed-size path: at most ", t.most, " allocations per path, whatever its length (",

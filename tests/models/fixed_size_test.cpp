@@ -109,7 +109,8 @@ double path_distance(const models::covariance_sde& sde, int m, long long steps) 
   opt.dt = 1e-3;
   Stepper fixed_stepper, dynamic_stepper;
   const ncsde::path_result fixed = ncsde::integrate(
-      fixed_stepper, ncsde::problem<models::covariance_sde>{sde, v0, 1e-3 * steps, 0.0}, opt, 21, 4);
+      fixed_stepper, ncsde::problem<models::covariance_sde>{sde, v0, 1e-3 * steps, 0.0}, opt, 21,
+      4);
   const ncsde::path_result dynamic = ncsde::integrate(
       dynamic_stepper, ncsde::problem<dynamic_only>{dynamic_only{sde}, v0, 1e-3 * steps, 0.0}, opt,
       21, 4);
@@ -146,7 +147,8 @@ TEST_CASE("fixed-size path: chosen for m in {2, 3, 4, 8} when SDE and stepper su
   CHECK(state_of(16) == Eigen::Dynamic);
 }
 
-TEST_CASE("fixed-size coefficients equal the dynamic ones to a few ulp, every model, m = 2, 3, 4, 8") {
+TEST_CASE(
+    "fixed-size coefficients equal the dynamic ones to a few ulp, every model, m = 2, 3, 4, 8") {
   double worst = 0.0;
   for (const model_case& c : model_cases) {
     [&]<int... Ms>(std::integer_sequence<int, Ms...>) {
@@ -202,7 +204,8 @@ TEST_CASE("integrate: fixed-size and dynamic paths agree over 200 steps (EM, Mil
   MESSAGE("largest fixed vs dynamic path distance after 200 steps: ", worst / eps, " ε (relative)");
 }
 
-TEST_CASE("run_ensemble on the fixed-size path: bit-identical for 1 and 2 threads, path p = integrate") {
+TEST_CASE(
+    "run_ensemble on the fixed-size path: bit-identical for 1 and 2 threads, path p = integrate") {
   models::shaped_params p;
   p.gamma2 = 0.6;
   const models::covariance_sde sde(models::architecture::transformer, p);
@@ -227,7 +230,8 @@ TEST_CASE("run_ensemble on the fixed-size path: bit-identical for 1 and 2 thread
   CHECK(one.terminal.mean() == two.terminal.mean());
   CHECK(one.saved[0].mean() == two.saved[0].mean());
   CHECK(one.functionals[0].all == two.functionals[0].all);
-  for (std::size_t i = 0; i < one.records.size(); ++i) REQUIRE(one.records[i].packed == two.records[i].packed);
+  for (std::size_t i = 0; i < one.records.size(); ++i)
+    REQUIRE(one.records[i].packed == two.records[i].packed);
   // Path 37 is integrate() on the stream (seed, 37), both on the fixed-size path.
   ncsde::euler_maruyama<> stepper;
   const ncsde::path_result r = ncsde::integrate(stepper, prob, iopt, eopt.seed, 37);
@@ -263,25 +267,29 @@ ncsde::path_result run_path(const S& sde, int m) {
   ncsde::integrate_options opt;
   opt.dt = 1e-3;
   Stepper stepper;
-  return ncsde::integrate(stepper, ncsde::problem<S>{sde, support::random_spd<matrix>(m, 6, 0.3), 0.15, 0.0},
+  return ncsde::integrate(stepper,
+                          ncsde::problem<S>{sde, support::random_spd<matrix>(m, 6, 0.3), 0.15, 0.0},
                           opt, 31, 2);
 }
 
 }  // namespace
 
-TEST_CASE("the check's Cholesky factor handed to the noise map changes no bit (fixed and dynamic m)") {
+TEST_CASE(
+    "the check's Cholesky factor handed to the noise map changes no bit (fixed and dynamic m)") {
   for (const model_case& c : model_cases) {
     const models::covariance_sde sde = make_sde(c);
     for (const int m : {3, 5, 8}) {
       INFO(c.name, ", m = ", m);
       const ncsde::path_result with = run_path<ncsde::euler_maruyama<>>(sde, m);
-      const ncsde::path_result without = run_path<ncsde::euler_maruyama<>>(without_cholesky_hint{sde}, m);
+      const ncsde::path_result without =
+          run_path<ncsde::euler_maruyama<>>(without_cholesky_hint{sde}, m);
       REQUIRE(with.status == ncsde::path_status::completed);
       CHECK(with.steps == without.steps);
       CHECK(with.v == without.v);
       if (m <= 3) {
         const ncsde::path_result mil = run_path<ncsde::milstein<>>(sde, m);
-        const ncsde::path_result mil_without = run_path<ncsde::milstein<>>(without_cholesky_hint{sde}, m);
+        const ncsde::path_result mil_without =
+            run_path<ncsde::milstein<>>(without_cholesky_hint{sde}, m);
         CHECK(mil.v == mil_without.v);
       }
     }

@@ -129,16 +129,18 @@ TEST_CASE("registry: the type-erased operations are the concrete calls, bit for 
       small_ensemble());
   CHECK(r1.functionals[0].completed == r2.functionals[0].completed);
   CHECK(r1.functionals[0].completed_mean == r2.functionals[0].completed_mean);
-  CHECK(support::message_of([&] { (void)sde.run_ensemble("rk4", v2(), 1.0, iopt, small_ensemble()); }) ==
+  CHECK(support::message_of(
+            [&] { (void)sde.run_ensemble("rk4", v2(), 1.0, iopt, small_ensemble()); }) ==
         "model_instance: scheme must be one of em, milstein, milstein-commutative, "
         "predictor-corrector (got 'rk4')");
   // The reduced sampler through the registry is the concrete one.
   ncsde::networks::network_options nopt;
   nopt.networks = 8;
   nopt.threads = 1;
-  const ncsde::networks::network_ensemble e1 =
-      models::registry().at("transformer").make_network("reduced", p, {2, 16, 16}).sample(v2(), 16,
-                                                                                          nopt);
+  const ncsde::networks::network_ensemble e1 = models::registry()
+                                                   .at("transformer")
+                                                   .make_network("reduced", p, {2, 16, 16})
+                                                   .sample(v2(), 16, nopt);
   const ncsde::networks::network_ensemble e2 = ncsde::networks::sample_networks(
       ncsde::networks::reduced_network(models::architecture::transformer, sp, 2, 16, 16), v2(), 16,
       nopt);
@@ -180,17 +182,18 @@ TEST_CASE("registry: shaped-tanh's SDE and literal network") {
 TEST_CASE("registry: a model registered here is listed and runs an ensemble and a stopped sample") {
   models::model_registry reg;
   reg.add(models::make_entry<test_ou>(
-      {"test-ou", "matrix Ornstein-Uhlenbeck",
+      {"test-ou",
+       "matrix Ornstein-Uhlenbeck",
        {models::real_parameter("theta", 1.0, "mean reversion", "finite")}},
-      [](const models::parameter_values& p) { return test_ou{p.real("theta"), 0.1}; }));
+      [](const models::parameter_values& p) {
+        return test_ou{p.real("theta"), 0.1};
+      }));
   CHECK(reg.names() == std::vector<std::string>{"test-ou"});
   CHECK(support::message_of([&] { (void)reg.at("ou"); }) ==
         "model_registry: model must be one of test-ou (got ou)");
   CHECK(support::message_of([&] {
-          reg.add(models::make_entry<test_ou>({"test-ou", "again", {}},
-                                              [](const models::parameter_values&) {
-                                                return test_ou{};
-                                              }));
+          reg.add(models::make_entry<test_ou>(
+              {"test-ou", "again", {}}, [](const models::parameter_values&) { return test_ou{}; }));
         }) == "model_registry: a model called test-ou is already registered");
   models::parameter_values p;
   p.set("theta", 2.0);

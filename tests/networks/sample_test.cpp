@@ -132,11 +132,11 @@ TEST_CASE("sample_networks: stopped process V_{l∧τ} at max_a V^{aa} > K, chec
     CHECK((b.packed[1] - end).norm() == 0.0);
     if (a.status == ncsde::path_status::completed) CHECK(b.at_stop.size() == 0);
   }
-  CHECK(stopped > 20);       // the level is reached often (V²² starts at 2, σ√20 ≈ 2.2)
+  CHECK(stopped > 20);  // the level is reached often (V²² starts at 2, σ√20 ≈ 2.2)
   CHECK(stopped < 400);
   CHECK(r.stopped_fraction() == doctest::Approx(stopped / 400.0));
-  CHECK(r.stopped_stderr() == doctest::Approx(std::sqrt(r.stopped_fraction() *
-                                                        (1 - r.stopped_fraction()) / 400.0)));
+  CHECK(r.stopped_stderr() ==
+        doctest::Approx(std::sqrt(r.stopped_fraction() * (1 - r.stopped_fraction()) / 400.0)));
 }
 
 TEST_CASE("sample_networks: non-finite V is blown_up data, bad options are named") {
@@ -157,17 +157,20 @@ TEST_CASE("sample_networks: non-finite V is blown_up data, bad options are named
   const ncsde::matrix v = v0_toy();
   auto bad = opt;
   CHECK_THROWS_WITH_AS(ncsde::networks::sample_networks(toy, v, 0, opt),
-                       doctest::Contains("sample_networks: d must be >= 1 (got 0)"), ncsde::invalid_argument);
+                       doctest::Contains("sample_networks: d must be >= 1 (got 0)"),
+                       ncsde::invalid_argument);
   bad.networks = 0;
   CHECK_THROWS_WITH_AS(ncsde::networks::sample_networks(toy, v, 4, bad),
                        doctest::Contains("networks must be >= 1 (got 0)"), ncsde::invalid_argument);
   bad = opt;
   bad.depths = {2, 2};
   CHECK_THROWS_WITH_AS(ncsde::networks::sample_networks(toy, v, 4, bad),
-                       doctest::Contains("depths[1] must be > depths[0] = 2"), ncsde::invalid_argument);
+                       doctest::Contains("depths[1] must be > depths[0] = 2"),
+                       ncsde::invalid_argument);
   bad.depths = {5};
   CHECK_THROWS_WITH_AS(ncsde::networks::sample_networks(toy, v, 4, bad),
-                       doctest::Contains("depths[0] must be in [0, d = 4] (got 5)"), ncsde::invalid_argument);
+                       doctest::Contains("depths[0] must be in [0, d = 4] (got 5)"),
+                       ncsde::invalid_argument);
   bad = opt;
   bad.stop_level = std::nan("");
   CHECK_THROWS_WITH_AS(ncsde::networks::sample_networks(toy, v, 4, bad),

@@ -81,17 +81,18 @@ TEST_CASE("tree_brownian_source: the pieces of the Brownian tree at a fixed dept
       CHECK(piece.has_iterated);
       sum += piece.dw;
     }
-    CHECK((sum - whole.dw).cwiseAbs().maxCoeff() <= 32 * eps * (1 + whole.dw.cwiseAbs().maxCoeff()));
+    CHECK((sum - whole.dw).cwiseAbs().maxCoeff() <=
+          32 * eps * (1 + whole.dw.cwiseAbs().maxCoeff()));
   }
   // A leaf is the increment the engine's splits produce: the same bridge nodes, in the same order.
   noise_increment top, left, right, leaf;
   stream_brownian direct(s, 2);
   direct.increment(1, base, false, top);
-  direct.split(top, 1, 1, false, left, right);   // depth 1
+  direct.split(top, 1, 1, false, left, right);  // depth 1
   noise_increment l2, r2;
-  direct.split(right, 1, 3, false, l2, r2);      // depth 2: node 6, 7
+  direct.split(right, 1, 3, false, l2, r2);  // depth 2: node 6, 7
   noise_increment l3, r3;
-  direct.split(l2, 1, 6, false, l3, r3);         // depth 3: nodes 12, 13
+  direct.split(l2, 1, 6, false, l3, r3);                // depth 3: nodes 12, 13
   tree.increment(8 + (13 - 8), base / 8, false, leaf);  // step 1, leaf 5 = node 13
   CHECK(leaf.dw == r3.dw);
   // Any order gives the same pieces (the cache only saves work).
@@ -105,7 +106,8 @@ TEST_CASE("tree_brownian_source: the pieces of the Brownian tree at a fixed dept
   CHECK_THROWS_AS(tree_brownian_source(s, 2, base, 31), ncsde::invalid_argument);
 }
 
-TEST_CASE("adaptive steps: a controller that accepts every grid step is the fixed-step run to the bit") {
+TEST_CASE(
+    "adaptive steps: a controller that accepts every grid step is the fixed-step run to the bit") {
   // GBM with small σ and tolerance 1: every grid step changes V by far less than 1 + |V|.
   const ncsde::analytic::gbm sde({0.1, 0.05});
   const ncsde::problem prob{sde, matrix::Constant(1, 1, 1.0), 1.0};
@@ -133,7 +135,8 @@ TEST_CASE("adaptive steps: a controller that accepts every grid step is the fixe
   }
 }
 
-TEST_CASE("adaptive steps converge pathwise to the fine fixed-step solution on the same Brownian path") {
+TEST_CASE(
+    "adaptive steps converge pathwise to the fine fixed-step solution on the same Brownian path") {
   // GBM dV = μV dt + σV dW (μ = 0.5, σ = 0.8), T = 1, largest step 0.1, 64 paths. The reference is
   // the fixed-step run with step 0.1/2^13 on tree_brownian_source (the same tree, read at depth 13)
   // and, independently, the exact solution from W_T. Errors are root mean squares over the paths.
@@ -190,8 +193,8 @@ TEST_CASE("adaptive steps converge pathwise to the fine fixed-step solution on t
     double e = 0.0;
     for (int p = 0; p < paths; ++p) {
       const auto r = ncsde::integrate(scheme, prob, f, 21, static_cast<std::uint64_t>(p));
-      e += std::pow(r.v(0, 0) - gbm_exact(1.0, mu, sigma, t_end, f.dt, 21,
-                                          static_cast<std::uint64_t>(p)), 2);
+      e += std::pow(
+          r.v(0, 0) - gbm_exact(1.0, mu, sigma, t_end, f.dt, 21, static_cast<std::uint64_t>(p)), 2);
     }
     fixed_error.push_back(std::sqrt(e / paths));
   }
@@ -216,7 +219,8 @@ TEST_CASE("adaptive steps converge pathwise to the fine fixed-step solution on t
   CHECK(std::sqrt(fine_exact / paths) < 1e-3);
 }
 
-TEST_CASE("adaptive steps resolve an explosion: the blow-up time converges as the tolerance shrinks") {
+TEST_CASE(
+    "adaptive steps resolve an explosion: the blow-up time converges as the tolerance shrinks") {
   // x' = x³, x0 = 1: x reaches the threshold 1e6 at τ = (1 − 1e-12)/2. The increment controller
   // (largest step 0.1) keeps the growth per step at most 1 + tolerance, so EM's lag behind the
   // solution, and the error in the blow-up time, are first order in the tolerance (measured:
@@ -291,8 +295,8 @@ TEST_CASE("adaptive ensembles: the same bits for any thread count and any cut of
   std::vector<ncsde::ensemble_partial> mixed;
   mixed.push_back(ncsde::run_ensemble_range(em, prob, opt, eo, {0, 100}));
   mixed.push_back(ncsde::run_ensemble_range(em, prob, other, eo, {100, 300}));
-  CHECK_THROWS_WITH_AS(ncsde::merge_partials(std::move(mixed)),
-                       doctest::Contains("step control"), ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::merge_partials(std::move(mixed)), doctest::Contains("step control"),
+                       ncsde::invalid_argument);
 }
 
 TEST_CASE("adaptive steps on the cone: checks and policies after every accepted piece") {
@@ -339,8 +343,8 @@ TEST_CASE("adaptive steps: bad options are named errors") {
   CHECK_THROWS_WITH_AS(ncsde::parse_step_control("adaptive", "--step-control"),
                        doctest::Contains("--step-control"), ncsde::invalid_argument);
   // A source without a bridge cannot be halved.
-  const auto grid = std::make_shared<const ncsde::brownian_grid>(random_stream(1, 0), 1, 1000,
-                                                                 1e-3, false);
+  const auto grid =
+      std::make_shared<const ncsde::brownian_grid>(random_stream(1, 0), 1, 1000, 1e-3, false);
   struct plain {
     ncsde::grid_brownian_source inner;
     int dimension() const { return inner.dimension(); }

@@ -65,7 +65,8 @@ TEST_CASE("stream_brownian: step i's increment is √dt times the normals at (in
   CHECK(symmetric_part_defect(a) <= 8 * eps);
 }
 
-TEST_CASE("stream_brownian::split: left + right = parent, reproducibly, with the bridge's variances") {
+TEST_CASE(
+    "stream_brownian::split: left + right = parent, reproducibly, with the bridge's variances") {
   // Bridge: given the parent increment P over h, left ~ N(P/2, h/4) per component; unconditionally
   // left and right are independent N(0, h/2). left + right = P up to the one rounding of
   // right = P − left and of the sum: |left + right − P| ≤ 2 ε max(|left|, |right|, |P|).
@@ -82,7 +83,8 @@ TEST_CASE("stream_brownian::split: left + right = parent, reproducibly, with the
     CHECK(left.dt == 0.5 * h);
     CHECK(right.dt == 0.5 * h);
     for (int j = 0; j < k; ++j) {
-      const double bound = 2 * eps * std::max({std::abs(left.dw(j)), std::abs(right.dw(j)), std::abs(parent.dw(j))});
+      const double bound =
+          2 * eps * std::max({std::abs(left.dw(j)), std::abs(right.dw(j)), std::abs(parent.dw(j))});
       worst = std::max(worst, std::abs(left.dw(j) + right.dw(j) - parent.dw(j)) - bound);
     }
     var_left.add(left.dw(0) * left.dw(0));
@@ -118,7 +120,8 @@ TEST_CASE("stream_brownian::split: left + right = parent, reproducibly, with the
   source.split(l1, 3, 2, false, ll, lr);
   source.split(r1, 3, 3, false, rl, rr);
   const vector sum = ll.dw + lr.dw + rl.dw + rr.dw;
-  CHECK((sum - parent.dw).cwiseAbs().maxCoeff() <= 8 * eps * parent.dw.cwiseAbs().maxCoeff() + 8 * eps);
+  CHECK((sum - parent.dw).cwiseAbs().maxCoeff() <=
+        8 * eps * parent.dw.cwiseAbs().maxCoeff() + 8 * eps);
 }
 
 TEST_CASE("brownian_grid: fine steps are stream_brownian's, coarse increments are sums") {
@@ -205,24 +208,29 @@ TEST_CASE("brownian_grid: a coarse step's Lévy area has variance (r h)²/4") {
 
 TEST_CASE("brownian_grid: bad arguments are rejected with the parameter and value") {
   const random_stream s(1, 1);
-  CHECK_THROWS_WITH_AS(brownian_grid(s, 0, 4, 0.1, false), doctest::Contains("brownian_grid: k must be >= 1 (got 0)"),
+  CHECK_THROWS_WITH_AS(brownian_grid(s, 0, 4, 0.1, false),
+                       doctest::Contains("brownian_grid: k must be >= 1 (got 0)"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(brownian_grid(s, 2, 0, 0.1, false),
-                       doctest::Contains("brownian_grid: n_fine must be >= 1 (got 0)"), ncsde::invalid_argument);
+                       doctest::Contains("brownian_grid: n_fine must be >= 1 (got 0)"),
+                       ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(brownian_grid(s, 2, 4, -0.1, false),
                        doctest::Contains("brownian_grid: h must be > 0 and finite (got -0.1)"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(brownian_grid(s, 2, 4, std::numeric_limits<double>::infinity(), false),
-                       doctest::Contains("h must be > 0 and finite (got inf)"), ncsde::invalid_argument);
+                       doctest::Contains("h must be > 0 and finite (got inf)"),
+                       ncsde::invalid_argument);
   const brownian_grid grid(s, 2, 4, 0.1, false);
   noise_increment out;
-  CHECK_THROWS_WITH_AS(grid.increment(2, 3, false, out),
-                       doctest::Contains("brownian_grid::increment: fine steps [2, 5) are outside the grid [0, 4)"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      grid.increment(2, 3, false, out),
+      doctest::Contains("brownian_grid::increment: fine steps [2, 5) are outside the grid [0, 4)"),
+      ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(grid.increment(-1, 1, false, out), doctest::Contains("[-1, 0) are outside"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(grid.increment(0, 0, false, out), doctest::Contains("[0, 0) are outside"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(grid.increment(0, 2, true, out),
-                       doctest::Contains("iterated integrals requested but not sampled"), ncsde::invalid_argument);
+                       doctest::Contains("iterated integrals requested but not sampled"),
+                       ncsde::invalid_argument);
 }

@@ -125,8 +125,8 @@ TEST_CASE("the scheme registry: names, lookup, expected orders") {
   // visit hands over the stepper type whose descriptor is at the index.
   for (std::size_t i = 0; i < names.size(); ++i)
     CHECK(ncsde::builtin_schemes::visit(i, []<class St>(std::type_identity<St>) {
-      return std::string(St::name);
-    }) == names[i]);
+            return std::string(St::name);
+          }) == names[i]);
   const std::string unknown =
       "--scheme must be one of " + ncsde::scheme_name_list() + " (got 'rk4')";
   CHECK_THROWS_WITH_AS(ncsde::find_scheme("rk4", "--scheme"), doctest::Contains(unknown.c_str()),
@@ -424,7 +424,8 @@ TEST_CASE("predictor-corrector's weak error: the EM-coupled martingale estimator
   // smaller at every level (≥ 3×, about 4× at the coarsest here), and the gap widens like
   // dt^{-1/2} (√8 ≈ 2.8 from the coarsest level to the finest; ≥ 2 is asked for).
   const ncsde::analytic::gbm sde(ncsde::analytic::gbm::params{0.5, 0.5});
-  ncsde::convergence_problem<ncsde::analytic::gbm> cp("gbm", {sde, matrix::Constant(1, 1, 1.0), 1.0});
+  ncsde::convergence_problem<ncsde::analytic::gbm> cp("gbm",
+                                                      {sde, matrix::Constant(1, 1, 1.0), 1.0});
   cp.commutative_noise = true;
   cp.first_level = 4;
   cp.levels = 4;

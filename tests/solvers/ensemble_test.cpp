@@ -34,7 +34,8 @@ struct cubic_additive {
   static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   double a = 0.1;
   double sigma = 0.8;
-  double nan_above = std::numeric_limits<double>::infinity();  ///< drift is NaN once |V12| exceeds this
+  double nan_above =
+      std::numeric_limits<double>::infinity();  ///< drift is NaN once |V12| exceeds this
 
   int noise_dimension(int) const { return 3; }
   void drift(const matrix& v, matrix& out, double) const {
@@ -111,13 +112,15 @@ void check_identical(const ensemble_result& a, const ensemble_result& b) {
   for (std::size_t p = 0; p < a.records.size(); ++p) {
     const auto& x = a.records[p];
     const auto& y = b.records[p];
-    const bool same_packed = x.packed.size() == y.packed.size() &&
-                             std::equal(x.packed.begin(), x.packed.end(), y.packed.begin(), same_double);
+    const bool same_packed =
+        x.packed.size() == y.packed.size() &&
+        std::equal(x.packed.begin(), x.packed.end(), y.packed.begin(), same_double);
     bool same_saved = x.saved.size() == y.saved.size();
     for (std::size_t j = 0; same_saved && j < x.saved.size(); ++j)
-      same_saved = std::equal(x.saved[j].begin(), x.saved[j].end(), y.saved[j].begin(), same_double);
-    differing += !(x.path == y.path && x.status == y.status && x.t_stop == y.t_stop && same_packed &&
-                   same_saved);
+      same_saved =
+          std::equal(x.saved[j].begin(), x.saved[j].end(), y.saved[j].begin(), same_double);
+    differing += !(x.path == y.path && x.status == y.status && x.t_stop == y.t_stop &&
+                   same_packed && same_saved);
   }
   CHECK(differing == 0);
 }
@@ -132,7 +135,9 @@ std::vector<std::string> split(const std::string& line, char sep) {
 
 }  // namespace
 
-TEST_CASE("run_ensemble: bit-identical results with 1, 2 and 3 threads; blow-ups and cone exits included") {
+TEST_CASE(
+    "run_ensemble: bit-identical results with 1, 2 and 3 threads; blow-ups and cone exits "
+    "included") {
   const auto prob = make_problem();
   const auto io = make_integrate_options();
   const ncsde::euler_maruyama<> em;
@@ -154,7 +159,8 @@ TEST_CASE("run_ensemble: bit-identical results with 1, 2 and 3 threads; blow-ups
   small.block_size = 7;
   auto small1 = small;
   small1.threads = 1;
-  check_identical(ncsde::run_ensemble(em, prob, io, small), ncsde::run_ensemble(em, prob, io, small1));
+  check_identical(ncsde::run_ensemble(em, prob, io, small),
+                  ncsde::run_ensemble(em, prob, io, small1));
 }
 
 namespace {
@@ -171,7 +177,9 @@ std::string all_outputs(ensemble_result r) {
 
 }  // namespace
 
-TEST_CASE("run_ensemble_range: any cut of [0, N) into pieces, merged (also through bytes), is the one run byte for byte") {
+TEST_CASE(
+    "run_ensemble_range: any cut of [0, N) into pieces, merged (also through bytes), is the one "
+    "run byte for byte") {
   const auto prob = make_problem();
   const auto io = make_integrate_options();
   const ncsde::euler_maruyama<> em;
@@ -204,7 +212,9 @@ TEST_CASE("run_ensemble_range: any cut of [0, N) into pieces, merged (also throu
   }
 }
 
-TEST_CASE("merge_partials / finish_ensemble / deserialize refuse gaps, overlaps, other runs and broken bytes") {
+TEST_CASE(
+    "merge_partials / finish_ensemble / deserialize refuse gaps, overlaps, other runs and broken "
+    "bytes") {
   const auto prob = make_problem();
   const auto io = make_integrate_options();
   const ncsde::euler_maruyama<> em;
@@ -223,26 +233,40 @@ TEST_CASE("merge_partials / finish_ensemble / deserialize refuse gaps, overlaps,
     }
     return std::string("no error");
   };
-  CHECK(message([&] { ncsde::merge_partials({run(0, 40), run(50, 100)}); }).find("a gap") != std::string::npos);
-  CHECK(message([&] { ncsde::merge_partials({run(0, 60), run(50, 100)}); }).find("an overlap") != std::string::npos);
-  CHECK(message([&] { ncsde::merge_partials({run(0, 50), run(50, 100, 6)}); }).find("seed") != std::string::npos);
+  CHECK(message([&] {
+          ncsde::merge_partials({run(0, 40), run(50, 100)});
+        }).find("a gap") != std::string::npos);
+  CHECK(message([&] {
+          ncsde::merge_partials({run(0, 60), run(50, 100)});
+        }).find("an overlap") != std::string::npos);
+  CHECK(message([&] {
+          ncsde::merge_partials({run(0, 50), run(50, 100, 6)});
+        }).find("seed") != std::string::npos);
   CHECK(message([&] { ncsde::merge_partials({}); }).find("no pieces") != std::string::npos);
-  CHECK(message([&] { ncsde::finish_ensemble(run(0, 50), eo); }).find("[0, 50)") != std::string::npos);
-  CHECK(message([&] { ncsde::run_ensemble_range(em, prob, io, eo, ncsde::path_range{20, 120}); })
-            .find("[20, 120)") != std::string::npos);
+  CHECK(message([&] { ncsde::finish_ensemble(run(0, 50), eo); }).find("[0, 50)") !=
+        std::string::npos);
+  CHECK(message([&] {
+          ncsde::run_ensemble_range(em, prob, io, eo, ncsde::path_range{20, 120});
+        }).find("[20, 120)") != std::string::npos);
   const std::string bytes = ncsde::serialize(run(0, 100));
   // Cut anywhere, the bytes are refused (by a size check or by running out), never read past.
-  for (const std::size_t keep : {std::size_t{30}, bytes.size() / 2, bytes.size() - 3, bytes.size() - 8})
-    CHECK(message([&] { ncsde::deserialize_ensemble_partial(bytes.substr(0, keep)); })
-              .find("not a complete ensemble partial") != std::string::npos);
-  CHECK(message([&] { ncsde::deserialize_ensemble_partial(bytes + "x"); }).find("trailing") != std::string::npos);
-  CHECK(message([&] { ncsde::deserialize_ensemble_partial("not a partial"); }).find("not an ensemble partial") !=
+  for (const std::size_t keep :
+       {std::size_t{30}, bytes.size() / 2, bytes.size() - 3, bytes.size() - 8})
+    CHECK(message([&] {
+            ncsde::deserialize_ensemble_partial(bytes.substr(0, keep));
+          }).find("not a complete ensemble partial") != std::string::npos);
+  CHECK(message([&] { ncsde::deserialize_ensemble_partial(bytes + "x"); }).find("trailing") !=
         std::string::npos);
+  CHECK(message([&] {
+          ncsde::deserialize_ensemble_partial("not a partial");
+        }).find("not an ensemble partial") != std::string::npos);
   CHECK(all_outputs(ncsde::finish_ensemble(ncsde::deserialize_ensemble_partial(bytes), eo)) ==
         all_outputs(ncsde::run_ensemble(em, prob, io, eo)));
 }
 
-TEST_CASE("execute: blocks reach the reducer in order, whole or cut by the range; errors are the lowest path's") {
+TEST_CASE(
+    "execute: blocks reach the reducer in order, whole or cut by the range; errors are the lowest "
+    "path's") {
   struct worker {
     using block_type = std::vector<long long>;
     block_type begin_block(const ncsde::block_info&) const { return {}; }
@@ -258,11 +282,12 @@ TEST_CASE("execute: blocks reach the reducer in order, whole or cut by the range
     xo.progress = ncsde::progress_mode::off;
     std::vector<ncsde::block_info> seen;
     std::vector<long long> paths;
-    ncsde::execute(ncsde::path_range{14, 57}, xo, [] { return worker{}; },
-                   [&](const ncsde::block_info& info, std::vector<long long>&& b) {
-                     seen.push_back(info);
-                     paths.insert(paths.end(), b.begin(), b.end());
-                   });
+    ncsde::execute(
+        ncsde::path_range{14, 57}, xo, [] { return worker{}; },
+        [&](const ncsde::block_info& info, std::vector<long long>&& b) {
+          seen.push_back(info);
+          paths.insert(paths.end(), b.begin(), b.end());
+        });
     REQUIRE(seen.size() == 5);
     CHECK(seen.front().range == ncsde::path_range{14, 20});
     CHECK_FALSE(seen.front().whole);
@@ -274,15 +299,17 @@ TEST_CASE("execute: blocks reach the reducer in order, whole or cut by the range
     CHECK(std::is_sorted(paths.begin(), paths.end()));
     // Paths 13 + 97k fail: the lowest in the range is reported whatever the thread count.
     try {
-      ncsde::execute(ncsde::path_range{0, 1000}, xo, [] { return worker{}; },
-                     [](const ncsde::block_info&, std::vector<long long>&&) {});
+      ncsde::execute(
+          ncsde::path_range{0, 1000}, xo, [] { return worker{}; },
+          [](const ncsde::block_info&, std::vector<long long>&&) {});
       FAIL("no error");
     } catch (const std::runtime_error& e) {
       CHECK(std::string(e.what()) == "path 13");
     }
     try {
-      ncsde::execute(ncsde::path_range{14, 1000}, xo, [] { return worker{}; },
-                     [](const ncsde::block_info&, std::vector<long long>&&) {});
+      ncsde::execute(
+          ncsde::path_range{14, 1000}, xo, [] { return worker{}; },
+          [](const ncsde::block_info&, std::vector<long long>&&) {});
       FAIL("no error");
     } catch (const std::runtime_error& e) {
       CHECK(std::string(e.what()) == "path 110");
@@ -304,7 +331,8 @@ TEST_CASE("run_ensemble: path p is integrate() on the stream (seed, p)") {
   REQUIRE(r.records.size() == 40);
   long long differing = 0;
   for (long long p = 0; p < 40; ++p) {
-    const ncsde::path_result single = ncsde::integrate(em, prob, io, 17, static_cast<std::uint64_t>(p));
+    const ncsde::path_result single =
+        ncsde::integrate(em, prob, io, 17, static_cast<std::uint64_t>(p));
     const auto& rec = r.records[static_cast<std::size_t>(p)];
     vector packed(3);
     ncsde::pack_upper(single.v, packed);
@@ -318,7 +346,8 @@ TEST_CASE("run_ensemble: path p is integrate() on the stream (seed, p)") {
 TEST_CASE("run_ensemble: summaries separate completed and blown-up paths") {
   const auto prob = make_problem();
   const auto io = make_integrate_options();
-  const ensemble_result r = ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, make_ensemble_options(2));
+  const ensemble_result r =
+      ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, make_ensemble_options(2));
   CHECK(r.m == 2);
   CHECK(r.paths == 300);
   CHECK(r.t_end == 1.0);
@@ -333,7 +362,8 @@ TEST_CASE("run_ensemble: summaries separate completed and blown-up paths") {
     if (rec.status == path_status::blown_up) {
       ++blown;
       times.push_back(rec.t_stop);
-      CHECK_FALSE(rec.packed.cwiseAbs().maxCoeff() <= io.blowup_threshold);  // past the threshold, or non-finite
+      CHECK_FALSE(rec.packed.cwiseAbs().maxCoeff() <=
+                  io.blowup_threshold);  // past the threshold, or non-finite
     } else if (rec.status == path_status::completed) {
       ++completed;
       mean.add(rec.packed);
@@ -355,7 +385,8 @@ TEST_CASE("run_ensemble: summaries separate completed and blown-up paths") {
   REQUIRE(r.terminal.count() == completed);
   CHECK(r.terminal.mean().allFinite());
   CHECK(r.terminal.covariance().allFinite());
-  CHECK((r.terminal.mean() - mean.mean()).cwiseAbs().maxCoeff() <= 1e-12 * mean.mean().cwiseAbs().maxCoeff());
+  CHECK((r.terminal.mean() - mean.mean()).cwiseAbs().maxCoeff() <=
+        1e-12 * mean.mean().cwiseAbs().maxCoeff());
   // Saved moments at t = 0.5 and 1: over the paths alive then (1.0 = the completed ones).
   REQUIRE(r.saved.size() == 2);
   CHECK(r.saved[1].count() == completed);
@@ -370,7 +401,8 @@ TEST_CASE("run_ensemble: summaries separate completed and blown-up paths") {
   for (const double q : rho.completed) CHECK((q >= -1.0 && q <= 1.0));
   CHECK(std::is_sorted(rho.completed.begin(), rho.completed.end()));
   CHECK(r.functionals[1].name == "V11");
-  CHECK(std::abs(r.functionals[1].completed_mean - r.terminal.mean()(0)) <= 1e-12 * std::abs(r.terminal.mean()(0)));
+  CHECK(std::abs(r.functionals[1].completed_mean - r.terminal.mean()(0)) <=
+        1e-12 * std::abs(r.terminal.mean()(0)));
 }
 
 TEST_CASE("run_ensemble: another seed gives other paths") {
@@ -381,7 +413,8 @@ TEST_CASE("run_ensemble: another seed gives other paths") {
   const ensemble_result b = ncsde::run_ensemble(em, prob, io, make_ensemble_options(2, 6));
   CHECK(a.terminal.mean() != b.terminal.mean());
   long long same = 0;
-  for (std::size_t p = 0; p < a.records.size(); ++p) same += a.records[p].packed == b.records[p].packed;
+  for (std::size_t p = 0; p < a.records.size(); ++p)
+    same += a.records[p].packed == b.records[p].packed;
   CHECK(same == 0);
 }
 
@@ -390,7 +423,8 @@ TEST_CASE("run_ensemble: stopped paths are summarised at their stopping state") 
   prob.sde.sigma = 0.3;
   auto io = make_integrate_options();
   io.stop_condition = [](const matrix& v, double) { return v(0, 0) > 1.5; };
-  const ensemble_result r = ncsde::run_ensemble(ncsde::milstein_commutative<>{}, prob, io, make_ensemble_options(2));
+  const ensemble_result r =
+      ncsde::run_ensemble(ncsde::milstein_commutative<>{}, prob, io, make_ensemble_options(2));
   CHECK(r.scheme == "milstein-commutative");
   CHECK(r.stopped > 0);
   CHECK(static_cast<long long>(r.stop_times.size()) == r.stopped);
@@ -408,34 +442,42 @@ TEST_CASE("run_ensemble: invalid options are rejected naming the parameter and v
   const ncsde::euler_maruyama<> em;
   auto eo = make_ensemble_options(1);
   eo.paths = 0;
-  CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo), doctest::Contains("ensemble: paths must be >= 1 (got 0)"),
+  CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
+                       doctest::Contains("ensemble: paths must be >= 1 (got 0)"),
                        ncsde::invalid_argument);
   eo = make_ensemble_options(-1);
   CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
-                       doctest::Contains("ensemble: threads must be >= 0 (0: all cores) (got -1)"), ncsde::invalid_argument);
+                       doctest::Contains("ensemble: threads must be >= 0 (0: all cores) (got -1)"),
+                       ncsde::invalid_argument);
   eo = make_ensemble_options(1);
   eo.block_size = 0;
-  CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo), doctest::Contains("ensemble: block_size must be >= 1 (got 0)"),
+  CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
+                       doctest::Contains("ensemble: block_size must be >= 1 (got 0)"),
                        ncsde::invalid_argument);
   eo = make_ensemble_options(1);
   eo.quantile_levels = {0.5, 1.5};
   CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
-                       doctest::Contains("ensemble: quantile level must be in [0, 1] (got 1.5)"), ncsde::invalid_argument);
+                       doctest::Contains("ensemble: quantile level must be in [0, 1] (got 1.5)"),
+                       ncsde::invalid_argument);
   eo = make_ensemble_options(1);
   eo.functionals.push_back({"broken", {}});
   CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
-                       doctest::Contains("ensemble: functional 'broken' has no function"), ncsde::invalid_argument);
+                       doctest::Contains("ensemble: functional 'broken' has no function"),
+                       ncsde::invalid_argument);
   auto bad_io = io;
   bad_io.dt = 0.0;
   CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, bad_io, make_ensemble_options(1)),
-                       doctest::Contains("integrate: dt must be > 0 and finite (got 0)"), ncsde::invalid_argument);
+                       doctest::Contains("integrate: dt must be > 0 and finite (got 0)"),
+                       ncsde::invalid_argument);
   // threads = 0 means all hardware threads (at least 1).
   eo = make_ensemble_options(0);
   eo.paths = 10;
   CHECK(ncsde::run_ensemble(em, prob, io, eo).threads >= 1);
 }
 
-TEST_CASE("run_ensemble: an exception in a path is rethrown, the lowest failing path's, for any thread count") {
+TEST_CASE(
+    "run_ensemble: an exception in a path is rethrown, the lowest failing path's, for any thread "
+    "count") {
   // The drift turns NaN once |V12| > 20 at a finite state: an evaluation_error naming that path. Which
   // paths fail is a property of their streams (about one in ten); the lowest one is found by
   // integrating each path alone. The setting is informative only if the first failure is not in the
@@ -473,7 +515,8 @@ TEST_CASE("run_ensemble: an exception in a path is rethrown, the lowest failing 
     CAPTURE(threads);
     auto eo = make_ensemble_options(threads, seed);
     eo.block_size = 8;
-    CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo), expected.c_str(), ncsde::evaluation_error);
+    CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo), expected.c_str(),
+                         ncsde::evaluation_error);
   }
 }
 
@@ -521,7 +564,8 @@ TEST_CASE("write_csv: header path,status,t_stop,V11,V12,V22 and one exact row pe
     for (int i = 0; i < 3; ++i) {
       const double x = rec.packed(i);
       same = same && (std::isfinite(x) ? std::stod(fields[3 + static_cast<std::size_t>(i)]) == x
-                                       : fields[3 + static_cast<std::size_t>(i)] == (std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf")));
+                                       : fields[3 + static_cast<std::size_t>(i)] ==
+                                             (std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf")));
     }
     exact += same;
     saw_blown_up = saw_blown_up || fields[1] == "blown_up";
@@ -535,7 +579,8 @@ TEST_CASE("write_csv: header path,status,t_stop,V11,V12,V22 and one exact row pe
 TEST_CASE("summary_json parses and carries the run's fields; summary_table names the counts") {
   const auto prob = make_problem();
   const auto io = make_integrate_options();
-  const ensemble_result r = ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, make_ensemble_options(2));
+  const ensemble_result r =
+      ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, make_ensemble_options(2));
   const nlohmann::json j = nlohmann::json::parse(ncsde::summary_json(r));
   CHECK(j.at("scheme") == "em");
   CHECK(j.at("m") == 2);
@@ -560,7 +605,8 @@ TEST_CASE("summary_json parses and carries the run's fields; summary_table names
   CHECK(term.at("count") == r.terminal.count());
   REQUIRE(term.at("mean").size() == 3);
   long long exact = 0;
-  for (int i = 0; i < 3; ++i) exact += term.at("mean")[static_cast<std::size_t>(i)].get<double>() == r.terminal.mean()(i);
+  for (int i = 0; i < 3; ++i)
+    exact += term.at("mean")[static_cast<std::size_t>(i)].get<double>() == r.terminal.mean()(i);
   CHECK(exact == 3);
   CHECK(term.at("covariance").size() == 3);
   CHECK(term.at("covariance")[0].size() == 3);

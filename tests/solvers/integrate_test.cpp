@@ -65,7 +65,9 @@ struct no_noise {
   static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
   int noise_dimension(int) const { return 0; }
   void drift(const matrix& v, matrix& out, double) const { out = -v; }
-  void diffusion(const matrix& v, const vector&, matrix& out, double) const { out = matrix::Zero(v.rows(), v.cols()); }
+  void diffusion(const matrix& v, const vector&, matrix& out, double) const {
+    out = matrix::Zero(v.rows(), v.cols());
+  }
 };
 
 /// dV = huge dt + huge dW (1×1): one step overflows to +inf or lands far beyond any threshold.
@@ -79,11 +81,14 @@ struct overflowing {
   void drift(const matrix&, matrix& out, double) const {
     out = scalar(std::numeric_limits<double>::max());
   }
-  void diffusion(const matrix&, const vector& xi, matrix& out, double) const { out = scalar(1e300 * xi(0)); }
+  void diffusion(const matrix&, const vector& xi, matrix& out, double) const {
+    out = scalar(1e300 * xi(0));
+  }
 };
 
 /// y_T = y_0 + σ Σ_i √h_i z_i for decoupled_exit on the grid [0, T] with steps h_i, from the path's stream.
-double expected_y(double y0, double sigma, const step_grid& grid, std::uint64_t seed, std::uint64_t path) {
+double expected_y(double y0, double sigma, const step_grid& grid, std::uint64_t seed,
+                  std::uint64_t path) {
   ncsde::stream_brownian source(ncsde::random_stream(seed, path), 1);
   double y = y0;
   for (long long i = 0; i < grid.steps; ++i) {
@@ -106,7 +111,8 @@ TEST_CASE("step_grid: t_i = t0 + i·dt, the last step lands exactly on T") {
   const step_grid b(0.0, 1.0, 0.1);
   CHECK(b.steps == 10);
   CHECK(b.time(10) == 1.0);
-  CHECK(b.time(3) == 3 * 0.1);  // recomputed, not accumulated (0.1 + 0.1 + 0.1 differs in the last bit)
+  CHECK(b.time(3) ==
+        3 * 0.1);  // recomputed, not accumulated (0.1 + 0.1 + 0.1 differs in the last bit)
   const step_grid c(1.0, 3.5, 0.5);
   CHECK(c.steps == 5);
   CHECK(c.time(5) == 3.5);
@@ -118,50 +124,66 @@ TEST_CASE("step_grid: t_i = t0 + i·dt, the last step lands exactly on T") {
 }
 
 TEST_CASE("step_grid: bad dt, T and t0 are rejected naming the parameter and value") {
-  CHECK_THROWS_WITH_AS(step_grid(0, 1, 0.0), doctest::Contains("integrate: dt must be > 0 and finite (got 0)"),
+  CHECK_THROWS_WITH_AS(step_grid(0, 1, 0.0),
+                       doctest::Contains("integrate: dt must be > 0 and finite (got 0)"),
                        ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(step_grid(0, 1, -0.5), doctest::Contains("dt must be > 0 and finite (got -0.5)"),
+  CHECK_THROWS_WITH_AS(step_grid(0, 1, -0.5),
+                       doctest::Contains("dt must be > 0 and finite (got -0.5)"),
                        ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(step_grid(0, 1, nan_value), doctest::Contains("dt must be > 0 and finite (got nan)"),
+  CHECK_THROWS_WITH_AS(step_grid(0, 1, nan_value),
+                       doctest::Contains("dt must be > 0 and finite (got nan)"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(step_grid(0, 1, std::numeric_limits<double>::infinity()),
-                       doctest::Contains("dt must be > 0 and finite (got inf)"), ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(step_grid(0, 1, 2.0), doctest::Contains("integrate: dt must be <= T - t0 = 1 (got 2)"),
+                       doctest::Contains("dt must be > 0 and finite (got inf)"),
                        ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(step_grid(1, 0.5, 0.1), doctest::Contains("integrate: T must be >= t0 = 1 (got 0.5)"),
+  CHECK_THROWS_WITH_AS(step_grid(0, 1, 2.0),
+                       doctest::Contains("integrate: dt must be <= T - t0 = 1 (got 2)"),
                        ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(step_grid(0, nan_value, 0.1), doctest::Contains("integrate: T must be finite (got nan)"),
+  CHECK_THROWS_WITH_AS(step_grid(1, 0.5, 0.1),
+                       doctest::Contains("integrate: T must be >= t0 = 1 (got 0.5)"),
                        ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(step_grid(nan_value, 1, 0.1), doctest::Contains("integrate: t0 must be finite (got nan)"),
+  CHECK_THROWS_WITH_AS(step_grid(0, nan_value, 0.1),
+                       doctest::Contains("integrate: T must be finite (got nan)"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(step_grid(nan_value, 1, 0.1),
+                       doctest::Contains("integrate: t0 must be finite (got nan)"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(step_grid(0, 1e6, 1e-7), doctest::Contains("such that (T - t0)/dt <= 1e12"),
                        ncsde::invalid_argument);
 }
 
-TEST_CASE("step_grid: save times on the grid (T included), off-grid and out-of-range ones rejected") {
+TEST_CASE(
+    "step_grid: save times on the grid (T included), off-grid and out-of-range ones rejected") {
   const step_grid a(0.0, 1.0, 0.25, {0.0, 0.5, 0.75, 1.0});
   CHECK(a.save_steps == std::vector<long long>{0, 2, 3, 4});
   // T is a grid time also when dt does not divide T − t0 (here 1/0.3 = 3.33: llround would say 3).
   const step_grid b(0.0, 1.0, 0.3, {0.3, 0.9, 1.0});
   CHECK(b.save_steps == std::vector<long long>{1, 3, 4});
-  const step_grid c(0.0, 1.0, 0.4, {0.8, 1.0});  // 2.5 steps: llround would say 3 for T, correct too
+  const step_grid c(0.0, 1.0, 0.4,
+                    {0.8, 1.0});  // 2.5 steps: llround would say 3 for T, correct too
   CHECK(c.save_steps == std::vector<long long>{2, 3});
   // Grid times computed another way (0.1 + 0.1 + 0.1) are matched within the 1e-9 slack.
   const step_grid d(0.0, 1.0, 0.1, {0.1 + 0.1 + 0.1});
   CHECK(d.save_steps == std::vector<long long>{3});
-  CHECK_THROWS_WITH_AS(step_grid(0.0, 1.0, 0.25, {0.3}),
-                       doctest::Contains("integrate: save time must be a grid time t0 + i*dt (dt = 0.25) or T (got 0.3)"),
-                       ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(step_grid(0.0, 1.0, 0.3, {0.95}), doctest::Contains("save time must be a grid time"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      step_grid(0.0, 1.0, 0.25, {0.3}),
+      doctest::Contains(
+          "integrate: save time must be a grid time t0 + i*dt (dt = 0.25) or T (got 0.3)"),
+      ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(step_grid(0.0, 1.0, 0.3, {0.95}),
+                       doctest::Contains("save time must be a grid time"), ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(step_grid(0.0, 1.0, 0.25, {1.25}),
-                       doctest::Contains("integrate: save time must be in [0, 1] (got 1.25)"), ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(step_grid(0.0, 1.0, 0.25, {-0.25}), doctest::Contains("save time must be in [0, 1] (got -0.25)"),
+                       doctest::Contains("integrate: save time must be in [0, 1] (got 1.25)"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(step_grid(0.0, 1.0, 0.25, {-0.25}),
+                       doctest::Contains("save time must be in [0, 1] (got -0.25)"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(step_grid(0.0, 1.0, 0.25, {0.5, 0.25}),
-                       doctest::Contains("save time must be strictly increasing (got 0.25)"), ncsde::invalid_argument);
+                       doctest::Contains("save time must be strictly increasing (got 0.25)"),
+                       ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(step_grid(0.0, 1.0, 0.25, {0.5, 0.5}),
-                       doctest::Contains("save time must be strictly increasing (got 0.5)"), ncsde::invalid_argument);
+                       doctest::Contains("save time must be strictly increasing (got 0.5)"),
+                       ncsde::invalid_argument);
 }
 
 TEST_CASE("integrate: observer sees t0 and every grid time, saves match, T is hit exactly") {
@@ -234,15 +256,18 @@ TEST_CASE("integrate: invalid problems and options are rejected with their value
   opt.dt = 0.1;
   problem<no_noise> silent{no_noise{}, matrix::Identity(2, 2), 1.0};
   CHECK_THROWS_WITH_AS(ncsde::integrate(em, silent, opt, 1),
-                       doctest::Contains("integrate: noise_dimension(m) must be >= 1 (got 0)"), ncsde::invalid_argument);
-  problem<support::cubic_scalar> prob{support::cubic_scalar{}, scalar(-1.0), 1.0};
-  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, opt, 1),
-                       doctest::Contains("integrate: V0 is not positive semidefinite (smallest eigenvalue -1)"),
+                       doctest::Contains("integrate: noise_dimension(m) must be >= 1 (got 0)"),
                        ncsde::invalid_argument);
+  problem<support::cubic_scalar> prob{support::cubic_scalar{}, scalar(-1.0), 1.0};
+  CHECK_THROWS_WITH_AS(
+      ncsde::integrate(em, prob, opt, 1),
+      doctest::Contains("integrate: V0 is not positive semidefinite (smallest eigenvalue -1)"),
+      ncsde::invalid_argument);
   prob.v0 = scalar(1.0);
   prob.t_end = 0.05;
   CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, opt, 1),
-                       doctest::Contains("integrate: dt must be <= T - t0 = 0.05 (got 0.1)"), ncsde::invalid_argument);
+                       doctest::Contains("integrate: dt must be <= T - t0 = 0.05 (got 0.1)"),
+                       ncsde::invalid_argument);
   prob.t_end = 1.0;
   integrate_options bad = opt;
   bad.pd_floor = -0.1;
@@ -252,36 +277,43 @@ TEST_CASE("integrate: invalid problems and options are rejected with their value
   bad = opt;
   bad.refine_depth = 0;
   CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1),
-                       doctest::Contains("integrate: refine_depth must be in [1, 30] (got 0)"), ncsde::invalid_argument);
+                       doctest::Contains("integrate: refine_depth must be in [1, 30] (got 0)"),
+                       ncsde::invalid_argument);
   bad.refine_depth = 31;
-  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1), doctest::Contains("refine_depth must be in [1, 30] (got 31)"),
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1),
+                       doctest::Contains("refine_depth must be in [1, 30] (got 31)"),
                        ncsde::invalid_argument);
   bad = opt;
   bad.blowup_threshold = 0.0;
-  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1),
-                       doctest::Contains("integrate: blowup_threshold must be in (0, 1e100] (got 0)"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      ncsde::integrate(em, prob, bad, 1),
+      doctest::Contains("integrate: blowup_threshold must be in (0, 1e100] (got 0)"),
+      ncsde::invalid_argument);
   bad.blowup_threshold = 1e101;
-  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1), doctest::Contains("(0, 1e100] (got 1e+101)"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1),
+                       doctest::Contains("(0, 1e100] (got 1e+101)"), ncsde::invalid_argument);
   bad.blowup_threshold = nan_value;
-  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1), doctest::Contains("(0, 1e100] (got nan)"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1),
+                       doctest::Contains("(0, 1e100] (got nan)"), ncsde::invalid_argument);
   bad = opt;
   bad.dt = -1.0;
-  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1), doctest::Contains("integrate: dt must be > 0 and finite (got -1)"),
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, bad, 1),
+                       doctest::Contains("integrate: dt must be > 0 and finite (got -1)"),
                        ncsde::invalid_argument);
 }
 
 TEST_CASE("pd_policy names round-trip; unknown names are rejected") {
-  for (const pd_policy p : {pd_policy::throw_error, pd_policy::count, pd_policy::project, pd_policy::refine})
+  for (const pd_policy p :
+       {pd_policy::throw_error, pd_policy::count, pd_policy::project, pd_policy::refine})
     CHECK(ncsde::parse_pd_policy(ncsde::to_string(p)) == p);
   CHECK(ncsde::to_string(pd_policy::throw_error) == "throw");
-  CHECK_THROWS_WITH_AS(ncsde::parse_pd_policy("clip"),
-                       doctest::Contains("pd-policy must be one of throw, count, project, refine, automatic (got 'clip')"),
-                       ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(ncsde::parse_pd_policy("", "--policy"), doctest::Contains("--policy must be one of"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      ncsde::parse_pd_policy("clip"),
+      doctest::Contains(
+          "pd-policy must be one of throw, count, project, refine, automatic (got 'clip')"),
+      ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::parse_pd_policy("", "--policy"),
+                       doctest::Contains("--policy must be one of"), ncsde::invalid_argument);
   CHECK(ncsde::to_string(path_status::blown_up) == "blown_up");
   CHECK(ncsde::to_string(path_status::completed) == "completed");
   CHECK(ncsde::to_string(path_status::stopped) == "stopped");
@@ -303,9 +335,10 @@ TEST_CASE("pd_policy throw: pd_violation names the path, step, time and smallest
     CHECK(e.path() == 3);
     CHECK(e.step() == 0);
     CHECK(e.time() == 0.1);
-    CHECK(std::abs(e.min_eigenvalue() + 0.5) <= 16 * eps * 4.0);  // eigensolver round-off, |V| ≤ 4.5
-    CHECK(std::string(e.what()).find(
-              "integrate: path 3 left the positive-semidefinite cone at step 0, t = 0.1 (smallest eigenvalue -0.5)") !=
+    CHECK(std::abs(e.min_eigenvalue() + 0.5) <=
+          16 * eps * 4.0);  // eigensolver round-off, |V| ≤ 4.5
+    CHECK(std::string(e.what()).find("integrate: path 3 left the positive-semidefinite cone at "
+                                     "step 0, t = 0.1 (smallest eigenvalue -0.5)") !=
           std::string::npos);
   }
   // A later exit: from x0 = 1 with λ = 5 (factor 0.5) the state stays in the cone; nothing is thrown.
@@ -350,7 +383,8 @@ TEST_CASE("pd_policy count, project and refine on a deterministic cone exit") {
     CHECK(r.pd.boundary == 9);  // x = ±0 after the projection: PSD up to round-off, not a violation
     CHECK(std::abs(r.v(0, 0)) <= ncsde::psd_round_off(r.v));
     CHECK(ncsde::min_eigenvalue(r.v) >= -ncsde::psd_round_off(r.v));
-    CHECK(std::abs(r.v(1, 1) - y_exact) <= y_tol);  // projection touches only the violating direction
+    CHECK(std::abs(r.v(1, 1) - y_exact) <=
+          y_tol);  // projection touches only the violating direction
   }
   SUBCASE("project (floor 0.2): every step exits (x = 0.2 → −0.1) and is lifted back to 0.2") {
     opt.policy = pd_policy::project;
@@ -383,19 +417,22 @@ TEST_CASE("pd_policy count, project and refine on a deterministic cone exit") {
     prob.sde.lambda = 35.0;  // whole step: 1 − 3.5 < 0; halves: 1 − 1.75 < 0; quarters: 1/8
     prob.t_end = 0.3;
     const path_result r = ncsde::integrate(em, prob, opt, seed, path);
-    CHECK(r.pd.refined == 9);     // per step: the step and both halves
+    CHECK(r.pd.refined == 9);  // per step: the step and both halves
     CHECK(r.pd.violations == 9);
     CHECK(x_close(r.v(0, 0), std::ldexp(1.0, -36), 35.0, 12));  // (1/8)^4 per step
-    CHECK(std::abs(r.v(1, 1) - expected_y(y0, sigma, step_grid(0.0, 0.3, 0.1), seed, path)) <= y_tol);
+    CHECK(std::abs(r.v(1, 1) - expected_y(y0, sigma, step_grid(0.0, 0.3, 0.1), seed, path)) <=
+          y_tol);
   }
   SUBCASE("refine gives up after refine_depth halvings with pd_violation") {
     opt.policy = pd_policy::refine;
     opt.refine_depth = 1;
     prob.sde.lambda = 35.0;
-    CHECK_THROWS_WITH_AS((void)ncsde::integrate(em, prob, opt, seed, path),
-                         doctest::Contains("integrate: path 2 left the positive-semidefinite cone at step 0, t = 0.05 "
-                                           "(smallest eigenvalue -0.75) even after refining the step 1 times (dt = 0.05)"),
-                         ncsde::pd_violation);
+    CHECK_THROWS_WITH_AS(
+        (void)ncsde::integrate(em, prob, opt, seed, path),
+        doctest::Contains(
+            "integrate: path 2 left the positive-semidefinite cone at step 0, t = 0.05 "
+            "(smallest eigenvalue -0.75) even after refining the step 1 times (dt = 0.05)"),
+        ncsde::pd_violation);
   }
 }
 
@@ -489,13 +526,17 @@ TEST_CASE("integrate: a non-finite coefficient is an evaluation_error naming pat
   opt.dt = 0.1;
   ncsde::euler_maruyama<> em;
   problem<fails_at_time> drift{fails_at_time{0.5, true}, matrix::Identity(2, 2), 1.0};
-  CHECK_THROWS_WITH_AS((void)ncsde::integrate(em, drift, opt, 4, 7),
-                       doctest::Contains("integrate: the drift returned a non-finite value at path 7, step 5, t = 0.5"),
-                       ncsde::evaluation_error);
+  CHECK_THROWS_WITH_AS(
+      (void)ncsde::integrate(em, drift, opt, 4, 7),
+      doctest::Contains(
+          "integrate: the drift returned a non-finite value at path 7, step 5, t = 0.5"),
+      ncsde::evaluation_error);
   problem<fails_at_time> noise{fails_at_time{0.25, false}, matrix::Identity(2, 2), 1.0};
-  CHECK_THROWS_WITH_AS((void)ncsde::integrate(em, noise, opt, 4, 0),
-                       doctest::Contains("integrate: the noise map returned a non-finite value at path 0, step 3, t = 0.3"),
-                       ncsde::evaluation_error);
+  CHECK_THROWS_WITH_AS(
+      (void)ncsde::integrate(em, noise, opt, 4, 0),
+      doctest::Contains(
+          "integrate: the noise map returned a non-finite value at path 0, step 3, t = 0.3"),
+      ncsde::evaluation_error);
   ncsde::milstein<> mil;
   CHECK_THROWS_WITH_AS((void)ncsde::integrate(mil, drift, opt, 4, 1),
                        doctest::Contains("the drift returned a non-finite value at path 1, step 5"),
@@ -528,16 +569,18 @@ TEST_CASE("integrate: a coefficient of the wrong size is an evaluation_error wit
   ncsde::euler_maruyama<> em;
   ncsde::milstein<> mil;
   problem<misshapen_sde> drift{misshapen_sde{true, 2}, matrix::Identity(2, 2), 1.0};
-  CHECK_THROWS_WITH_AS((void)ncsde::integrate(em, drift, opt, 4, 2),
-                       doctest::Contains("the drift returned a 3x3 matrix for a 2x2 state at path 2, step 0"),
-                       ncsde::evaluation_error);
+  CHECK_THROWS_WITH_AS(
+      (void)ncsde::integrate(em, drift, opt, 4, 2),
+      doctest::Contains("the drift returned a 3x3 matrix for a 2x2 state at path 2, step 0"),
+      ncsde::evaluation_error);
   CHECK_THROWS_WITH_AS((void)ncsde::integrate(mil, drift, opt, 4, 2),
                        doctest::Contains("the drift returned a 3x3 matrix for a 2x2 state"),
                        ncsde::evaluation_error);
   problem<misshapen_sde> noise{misshapen_sde{false, 2}, matrix::Identity(2, 2), 1.0};
-  CHECK_THROWS_WITH_AS((void)ncsde::integrate(em, noise, opt, 4, 0),
-                       doctest::Contains("the noise map returned a 1x1 matrix for a 2x2 state at path 0, step 0"),
-                       ncsde::evaluation_error);
+  CHECK_THROWS_WITH_AS(
+      (void)ncsde::integrate(em, noise, opt, 4, 0),
+      doctest::Contains("the noise map returned a 1x1 matrix for a 2x2 state at path 0, step 0"),
+      ncsde::evaluation_error);
 }
 
 TEST_CASE("steppers: an increment whose dimension is not noise_dimension(m) is rejected") {
@@ -552,7 +595,8 @@ TEST_CASE("steppers: an increment whose dimension is not noise_dimension(m) is r
                        "noise_dimension(m = 2) is 3",
                        ncsde::invalid_argument);
   ncsde::milstein_commutative<> mc;
-  CHECK_THROWS_WITH_AS(mc.do_step(sde, v, 0.0, inc), doctest::Contains("milstein: noise increment has dimension 2"),
+  CHECK_THROWS_WITH_AS(mc.do_step(sde, v, 0.0, inc),
+                       doctest::Contains("milstein: noise increment has dimension 2"),
                        ncsde::invalid_argument);
   CHECK(v == matrix::Identity(2, 2));  // the state is untouched by a rejected step
 }

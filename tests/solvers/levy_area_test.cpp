@@ -70,7 +70,8 @@ TEST_CASE("iterated integrals: I + Iᵀ = dw dwᵀ − dt·Id to round-off, for 
                 const double target = inc.dw(i) * inc.dw(j) - (i == j ? h : 0.0);
                 const double scale = std::abs(inc.iterated(i, j)) + std::abs(inc.iterated(j, i)) +
                                      std::abs(inc.dw(i) * inc.dw(j)) + h;
-                worst = std::max(worst, std::abs(inc.iterated(i, j) + inc.iterated(j, i) - target) / scale);
+                worst = std::max(
+                    worst, std::abs(inc.iterated(i, j) + inc.iterated(j, i) - target) / scale);
               }
             CHECK(worst <= 8 * eps);
           }
@@ -88,7 +89,8 @@ TEST_CASE("iterated integrals: k = 1 gives I_11 = (dw² − dt)/2 and no area") 
   }
 }
 
-TEST_CASE("iterated integrals: generate reads its normals at (levy_area, step, node) and reproduces") {
+TEST_CASE(
+    "iterated integrals: generate reads its normals at (levy_area, step, node) and reproduces") {
   const random_stream s(8, 15);
   for (const levy_area_method method : {levy_area_method::wiktorsson, levy_area_method::fourier}) {
     const int k = 3, terms = 4;
@@ -110,7 +112,9 @@ TEST_CASE("iterated integrals: generate reads its normals at (levy_area, step, n
   }
 }
 
-TEST_CASE("Lévy area: E[A_12²] = dt²/4 and E[I_12²] = dt²/2 (Wiktorsson exact, Fourier short by ψ'(p+1))") {
+TEST_CASE(
+    "Lévy area: E[A_12²] = dt²/4 and E[I_12²] = dt²/2 (Wiktorsson exact, Fourier short by "
+    "ψ'(p+1))") {
   // Derivation of the constants: I_12 = ∫ W_1 dW_2 over a step of length h (W(t) = 0). Itô's isometry
   // gives E[I_12²] = ∫_0^h E[W_1(s)²] ds = h²/2, and E[I_12 I_21] = 0 since dW_1 dW_2 = 0. The Lévy
   // area A_12 = (I_12 − I_21)/2 therefore has E[A_12²] = (h²/2 + h²/2)/4 = h²/4 (the unit-step law
@@ -126,9 +130,10 @@ TEST_CASE("Lévy area: E[A_12²] = dt²/4 and E[I_12²] = dt²/2 (Wiktorsson exa
     levy_area_method method;
     int terms;
   };
-  for (const variant v : {variant{levy_area_method::wiktorsson, 1}, variant{levy_area_method::wiktorsson, 4},
-                          variant{levy_area_method::fourier, 1}, variant{levy_area_method::fourier, 4},
-                          variant{levy_area_method::fourier, 16}}) {
+  for (const variant v :
+       {variant{levy_area_method::wiktorsson, 1}, variant{levy_area_method::wiktorsson, 4},
+        variant{levy_area_method::fourier, 1}, variant{levy_area_method::fourier, 4},
+        variant{levy_area_method::fourier, 16}}) {
     CAPTURE(v.terms);
     CAPTURE(static_cast<int>(v.method));
     iterated_integrals gen(v.method);
@@ -140,7 +145,8 @@ TEST_CASE("Lévy area: E[A_12²] = dt²/4 and E[I_12²] = dt²/2 (Wiktorsson exa
       a2.add(a * a);
       i2.add(inc.iterated(0, 1) * inc.iterated(0, 1));
     }
-    const double deficit = v.method == levy_area_method::fourier ? 3 * trigamma_tail(v.terms) / (2 * pi * pi) : 0;
+    const double deficit =
+        v.method == levy_area_method::fourier ? 3 * trigamma_tail(v.terms) / (2 * pi * pi) : 0;
     CHECK(std::abs(a2.mean() - h * h * (0.25 - deficit)) <= 5 * a2.stderr_of_mean());
     CHECK(std::abs(i2.mean() - h * h * (0.5 - deficit)) <= 5 * i2.stderr_of_mean());
     if (v.method == levy_area_method::fourier) {
@@ -150,7 +156,8 @@ TEST_CASE("Lévy area: E[A_12²] = dt²/4 and E[I_12²] = dt²/2 (Wiktorsson exa
   }
 }
 
-TEST_CASE("Lévy area: conditional covariance given dw matches the Brownian bridge exactly (Wiktorsson)") {
+TEST_CASE(
+    "Lévy area: conditional covariance given dw matches the Brownian bridge exactly (Wiktorsson)") {
   // Given the step's increment dw (w = dw/√h), the areas of a k = 3 Brownian motion have
   //   Var(A_ij | w)      = h² (1 + w_i² + w_j²)/12,
   //   Cov(A_ij, A_il | w) = h² w_j w_l / 12   (shared first index; A_ji = −A_ij fixes the other signs),
@@ -176,11 +183,13 @@ TEST_CASE("Lévy area: conditional covariance given dw matches the Brownian brid
     levy_area_method method;
     int terms;
   };
-  for (const variant v : {variant{levy_area_method::wiktorsson, 1}, variant{levy_area_method::wiktorsson, 3},
-                          variant{levy_area_method::fourier, 1}}) {
+  for (const variant v :
+       {variant{levy_area_method::wiktorsson, 1}, variant{levy_area_method::wiktorsson, 3},
+        variant{levy_area_method::fourier, 1}}) {
     CAPTURE(v.terms);
     CAPTURE(static_cast<int>(v.method));
-    const double keep = v.method == levy_area_method::fourier ? 1 - 6 * trigamma_tail(v.terms) / (pi * pi) : 1;
+    const double keep =
+        v.method == levy_area_method::fourier ? 1 - 6 * trigamma_tail(v.terms) / (pi * pi) : 1;
     iterated_integrals gen(v.method);
     const random_stream s(555, static_cast<std::uint64_t>(v.terms));
     std::array<std::array<support::sample_mean, 3>, 3> second;
@@ -199,13 +208,15 @@ TEST_CASE("Lévy area: conditional covariance given dw matches the Brownian brid
       for (int y = x; y < 3; ++y) {
         CAPTURE(x);
         CAPTURE(y);
-        CHECK(std::abs(second[x][y].mean() - h * h * keep * exact[x][y]) <= 5 * second[x][y].stderr_of_mean());
+        CHECK(std::abs(second[x][y].mean() - h * h * keep * exact[x][y]) <=
+              5 * second[x][y].stderr_of_mean());
       }
     }
   }
 }
 
-TEST_CASE("Lévy area: the Fourier truncation's mean-square error is 3(ψ'(p+1) − ψ'(P+1))h²/(2π²) ~ 1/p") {
+TEST_CASE(
+    "Lévy area: the Fourier truncation's mean-square error is 3(ψ'(p+1) − ψ'(P+1))h²/(2π²) ~ 1/p") {
   // Truncating the series after p of P terms leaves the terms p < r ≤ P; with the same normals, the
   // difference has E[(A_P − A_p)²] = 3(ψ'(p+1) − ψ'(P+1)) h²/(2π²) (unconditional, k = 2), and
   // 1/(p+1) < ψ'(p+1) < 1/p: the MS error decays like 1/p. The p-term normals are the first p rows
@@ -275,11 +286,13 @@ TEST_CASE("levy_area_terms: values, monotone in k and 1/h, and the error bound i
   CHECK(levy_area_terms(4, 1e-4, levy_area_method::wiktorsson) * 10 <
         levy_area_terms(4, 1e-4, levy_area_method::fourier));
   CHECK_THROWS_WITH_AS(levy_area_terms(2, 0.0, levy_area_method::wiktorsson),
-                       doctest::Contains("levy_area_terms: h must be > 0 (got 0)"), ncsde::invalid_argument);
+                       doctest::Contains("levy_area_terms: h must be > 0 (got 0)"),
+                       ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(levy_area_terms(2, std::nan(""), levy_area_method::fourier),
                        doctest::Contains("h must be > 0 (got nan)"), ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(levy_area_terms(0, 0.1, levy_area_method::wiktorsson),
-                       doctest::Contains("levy_area_terms: k must be >= 1 (got 0)"), ncsde::invalid_argument);
+                       doctest::Contains("levy_area_terms: k must be >= 1 (got 0)"),
+                       ncsde::invalid_argument);
 }
 
 TEST_CASE("iterated integrals: a wrong number of supplied normals is an assertion failure") {

@@ -28,7 +28,8 @@ matrix diag2(double a, double b) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("project_psd leaves a positive-definite V unchanged", M, Eigen::Matrix4d, Eigen::MatrixXd) {
+TEST_CASE_TEMPLATE("project_psd leaves a positive-definite V unchanged", M, Eigen::Matrix4d,
+                   Eigen::MatrixXd) {
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const M v = support::random_spd<M>(4, seed);
     // A symmetric eigensolver reconstructs V to O(m ε |V|); 8 is headroom, m = 4.
@@ -37,7 +38,8 @@ TEST_CASE_TEMPLATE("project_psd leaves a positive-definite V unchanged", M, Eige
   }
 }
 
-TEST_CASE_TEMPLATE("psd_checker: positive definite, boundary and outside", M, Eigen::Matrix3d, Eigen::MatrixXd) {
+TEST_CASE_TEMPLATE("psd_checker: positive definite, boundary and outside", M, Eigen::Matrix3d,
+                   Eigen::MatrixXd) {
   psd_checker checker;
   // Positive definite: Cholesky succeeds; the eigenvalue is not computed.
   const M spd = support::random_spd<M>(3, 21);
@@ -101,8 +103,8 @@ TEST_CASE("psd_round_off and min_eigenvalue") {
   CHECK(std::abs(ncsde::min_eigenvalue(v) - exact) <= 8 * 3 * eps * 7.0);
 }
 
-TEST_CASE_TEMPLATE("project_psd is the nearest PSD matrix (Frobenius), with an optional floor", M, Eigen::Matrix4d,
-                   Eigen::MatrixXd) {
+TEST_CASE_TEMPLATE("project_psd is the nearest PSD matrix (Frobenius), with an optional floor", M,
+                   Eigen::Matrix4d, Eigen::MatrixXd) {
   // P is the projection of a symmetric A onto the (self-dual, convex) PSD cone iff
   //   P ⪰ 0,  P − A ⪰ 0,  ⟨P, P − A⟩ = tr(P (P − A)) = 0
   // (the cone's KKT conditions). Each holds to the eigensolver's O(m ε |A|) accuracy: tolerances
@@ -144,8 +146,9 @@ TEST_CASE("psd_checker::project returns the smallest eigenvalue before projectio
   CHECK(checker.check(v).status != psd_status::outside);
 }
 
-TEST_CASE_TEMPLATE("small_cholesky: L Lᵀ = V to round-off, as Eigen's LLT; refuses indefinite and NaN V", M,
-                   Eigen::Matrix2d, Eigen::Matrix4d, ncsde::square_matrix<8>) {
+TEST_CASE_TEMPLATE(
+    "small_cholesky: L Lᵀ = V to round-off, as Eigen's LLT; refuses indefinite and NaN V", M,
+    Eigen::Matrix2d, Eigen::Matrix4d, ncsde::square_matrix<8>) {
   constexpr int m = M::RowsAtCompileTime;
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     const M v = support::random_spd<M>(m, seed);

@@ -15,7 +15,8 @@ struct my_sde {
   void drift(const ncsde::matrix& v, ncsde::matrix& out, double /*t*/) const {
     out = -theta * (v - ncsde::matrix::Identity(v.rows(), v.cols()));
   }
-  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out, double) const {
+  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out,
+                 double) const {
     const Eigen::Index m = v.rows();
     const ncsde::matrix l = v.llt().matrixL();
     const ncsde::matrix g = Eigen::Map<const ncsde::matrix>(xi.data(), m, m);

@@ -165,7 +165,8 @@ TEST_CASE("a 2-vector SDE with non-diagonal multiplicative noise matches its exa
   sde.b = {matrix{{0.3, 0.2}, {0.0, 0.1}}, matrix{{0.0, 0.2}, {0.3, 0.0}}};
   const vector x0{{1.0, 0.5}};
   const ncsde::problem prob{sde, x0, 1.0};  // problem<linear_sde<vector>, vector>, deduced
-  static_assert(std::is_same_v<std::remove_cvref_t<decltype(prob)>, ncsde::problem<linear_sde<vector>, vector>>);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(prob)>,
+                               ncsde::problem<linear_sde<vector>, vector>>);
   ncsde::integrate_options io;
   io.dt = 1e-2;
   const ncsde::ensemble_result r =
@@ -199,7 +200,8 @@ TEST_CASE("a 3×2 matrix SDE matches its exact EM mean; outputs are named by sha
   check_terminal_mean(r, exact_rows);
   check_no_cone_counters(r);
   // The functional sees the state as the 3×2 matrix it is.
-  CHECK(std::abs(r.functionals[0].completed_mean - exact(2, 1)) <= 4 * r.functionals[0].completed_stderr);
+  CHECK(std::abs(r.functionals[0].completed_mean - exact(2, 1)) <=
+        4 * r.functionals[0].completed_stderr);
 
   std::ostringstream csv;
   ncsde::write_csv(r, csv);
@@ -220,17 +222,17 @@ TEST_CASE("a 3×2 matrix SDE matches its exact EM mean; outputs are named by sha
 TEST_CASE("cone policies act only on the cone; count is the pure scheme on every space") {
   const ncsde::problem<tanh_sde> prob{tanh_sde{}, matrix::Constant(1, 1, 0.5), 1.0};
   ncsde::euler_maruyama<> em;
-  for (const auto policy : {ncsde::pd_policy::project, ncsde::pd_policy::refine,
-                            ncsde::pd_policy::throw_error}) {
+  for (const auto policy :
+       {ncsde::pd_policy::project, ncsde::pd_policy::refine, ncsde::pd_policy::throw_error}) {
     ncsde::integrate_options io;
     io.policy = policy;
-    CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, io, 1), doctest::Contains("state space is euclidean"),
-                         ncsde::invalid_argument);
-    CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, quiet(4)),
-                         doctest::Contains((std::string("pd policy '") +
-                                            std::string(ncsde::to_string(policy)) + "'")
-                                               .c_str()),
-                         ncsde::invalid_argument);
+    CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, io, 1),
+                         doctest::Contains("state space is euclidean"), ncsde::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        ncsde::run_ensemble(em, prob, io, quiet(4)),
+        doctest::Contains(
+            (std::string("pd policy '") + std::string(ncsde::to_string(policy)) + "'").c_str()),
+        ncsde::invalid_argument);
   }
   ncsde::integrate_options io;
   io.policy = ncsde::pd_policy::count;
@@ -264,7 +266,8 @@ struct symmetric_ou {
 
 }  // namespace
 
-TEST_CASE("symmetric space: states stay exactly symmetric, leave the cone, and are never projected") {
+TEST_CASE(
+    "symmetric space: states stay exactly symmetric, leave the cone, and are never projected") {
   const ncsde::problem<symmetric_ou> prob{symmetric_ou{}, matrix{{0.1, 0.0}, {0.0, 0.1}}, 1.0};
   ncsde::integrate_options io;
   io.dt = 1e-2;
@@ -288,10 +291,11 @@ TEST_CASE("symmetric space: states stay exactly symmetric, leave the cone, and a
   CHECK_THROWS_WITH_AS(ncsde::integrate(em, skewed, io, 1),
                        doctest::Contains("non-symmetric matrix at path 0, step 0"),
                        ncsde::evaluation_error);
-  CHECK_THROWS_WITH_AS(ncsde::integrate(em, skewed, io, 1), doctest::Contains("symmetric state space"),
-                       ncsde::evaluation_error);
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, skewed, io, 1),
+                       doctest::Contains("symmetric state space"), ncsde::evaluation_error);
   // V0 must be symmetric there (not on a euclidean space).
-  const ncsde::problem<symmetric_ou> asymmetric{symmetric_ou{}, matrix{{1.0, 0.2}, {0.0, 1.0}}, 1.0};
+  const ncsde::problem<symmetric_ou> asymmetric{symmetric_ou{}, matrix{{1.0, 0.2}, {0.0, 1.0}},
+                                                1.0};
   CHECK_THROWS_WITH_AS(ncsde::integrate(em, asymmetric, io, 1), doctest::Contains("not symmetric"),
                        ncsde::invalid_argument);
 }
@@ -350,15 +354,18 @@ TEST_CASE("bad input is refused with named errors") {
   SUBCASE("a state of the wrong shape for the SDE") {
     const ncsde::problem<shaped_2x3> prob{shaped_2x3{}, matrix::Zero(3, 2), 1.0};
     CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, io, 1),
-                         "integrate: V0 must be 2×3 for this SDE (got 3×2)", ncsde::invalid_argument);
+                         "integrate: V0 must be 2×3 for this SDE (got 3×2)",
+                         ncsde::invalid_argument);
     const ncsde::problem<shaped_2x3> right{shaped_2x3{}, matrix::Zero(2, 3), 1.0};
     CHECK(ncsde::integrate(em, right, io, 1).status == ncsde::path_status::completed);
   }
   SUBCASE("a non-square state on the cone") {
-    const ncsde::problem<support::decoupled_exit> prob{support::decoupled_exit{}, matrix::Zero(2, 3), 1.0};
-    CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, io, 1),
-                         doctest::Contains("V0 must be square on the psd_cone state space (got 2×3"),
-                         ncsde::invalid_argument);
+    const ncsde::problem<support::decoupled_exit> prob{support::decoupled_exit{},
+                                                       matrix::Zero(2, 3), 1.0};
+    CHECK_THROWS_WITH_AS(
+        ncsde::integrate(em, prob, io, 1),
+        doctest::Contains("V0 must be square on the psd_cone state space (got 2×3"),
+        ncsde::invalid_argument);
   }
   SUBCASE("a noise source of the wrong dimension; refine without a bridge") {
     const ncsde::problem<support::decoupled_exit> prob{support::decoupled_exit{},
@@ -386,25 +393,29 @@ TEST_CASE("bad input is refused with named errors") {
     const ncsde::problem<tanh_sde> prob{tanh_sde{}, matrix::Constant(1, 1, 0.1), 1.0};
     ncsde::ensemble_options eo = quiet(3);
     eo.functionals = {ncsde::correlation_functional(0, 1)};
-    CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
-                         doctest::Contains("correlation_functional(0, 1): the indices must be < 1 for a 1×1 state"),
-                         ncsde::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        ncsde::run_ensemble(em, prob, io, eo),
+        doctest::Contains("correlation_functional(0, 1): the indices must be < 1 for a 1×1 state"),
+        ncsde::invalid_argument);
     eo.functionals = {ncsde::entry_functional(1, 0)};
-    CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
-                         doctest::Contains("entry_functional(1, 0): the entry is outside a 1×1 state"),
-                         ncsde::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        ncsde::run_ensemble(em, prob, io, eo),
+        doctest::Contains("entry_functional(1, 0): the entry is outside a 1×1 state"),
+        ncsde::invalid_argument);
     CHECK_THROWS_WITH_AS(ncsde::correlation_functional(-1, 0),
                          "correlation_functional: a must be >= 0 (indices are 0-based) (got -1)",
                          ncsde::invalid_argument);
     CHECK_THROWS_AS(ncsde::entry_functional(0, -2), ncsde::invalid_argument);
   }
   SUBCASE("noise dimension out of bounds") {
-    const ncsde::problem<declared_k> huge{declared_k{std::numeric_limits<int>::max()}, matrix::Identity(2, 2), 1.0};
+    const ncsde::problem<declared_k> huge{declared_k{std::numeric_limits<int>::max()},
+                                          matrix::Identity(2, 2), 1.0};
     CHECK_THROWS_WITH_AS(ncsde::integrate(em, huge, io, 1),
                          doctest::Contains("noise_dimension(m) must be <= 16777216"),
                          ncsde::invalid_argument);
     const ncsde::problem<declared_k> zero{declared_k{0}, matrix::Identity(2, 2), 1.0};
-    CHECK_THROWS_WITH_AS(ncsde::integrate(em, zero, io, 1), doctest::Contains("noise_dimension(m) must be >= 1"),
+    CHECK_THROWS_WITH_AS(ncsde::integrate(em, zero, io, 1),
+                         doctest::Contains("noise_dimension(m) must be >= 1"),
                          ncsde::invalid_argument);
     ncsde::milstein<> mil;
     const ncsde::problem<declared_k> wide{declared_k{5000}, matrix::Identity(2, 2), 1.0};
@@ -414,9 +425,10 @@ TEST_CASE("bad input is refused with named errors") {
   }
   SUBCASE("V0 beyond the blow-up threshold") {
     const ncsde::problem<declared_k> prob{declared_k{}, matrix::Identity(2, 2) * 1e150, 1.0};
-    CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, io, 1),
-                         doctest::Contains("V0 must lie within blowup_threshold = 1e+06 (got max |V0| = 1e+150"),
-                         ncsde::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        ncsde::integrate(em, prob, io, 1),
+        doctest::Contains("V0 must lie within blowup_threshold = 1e+06 (got max |V0| = 1e+150"),
+        ncsde::invalid_argument);
     io.blowup_threshold = 0.5;
     const ncsde::problem<declared_k> one{declared_k{}, matrix::Identity(2, 2), 1.0};
     CHECK_THROWS_AS(ncsde::run_ensemble(em, one, io, quiet(2)), ncsde::invalid_argument);
@@ -453,7 +465,8 @@ TEST_CASE("grid_brownian_source: one fine path drives any scheme at several step
   ncsde::grid_brownian_source source(fine, 8);
   ncsde::integrate_options io;
   io.dt = 1.0 / 64;
-  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, io, source), doctest::Contains("grid_brownian_source::increment"),
+  CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, io, source),
+                       doctest::Contains("grid_brownian_source::increment"),
                        ncsde::invalid_argument);
   // The shared-ownership form outlives the caller's grid.
   auto owned = std::make_shared<const ncsde::brownian_grid>(ncsde::random_stream(5, 0), 1, n_fine,
@@ -462,7 +475,8 @@ TEST_CASE("grid_brownian_source: one fine path drives any scheme at several step
   owned.reset();
   io.dt = 1.0 / n_fine;
   CHECK(ncsde::integrate(em, prob, io, shared).v(0, 0) ==
-        ncsde::integrate(em, prob, io, *std::make_unique<ncsde::grid_brownian_source>(fine, 1)).v(0, 0));
+        ncsde::integrate(em, prob, io, *std::make_unique<ncsde::grid_brownian_source>(fine, 1))
+            .v(0, 0));
 }
 
 TEST_CASE("run_ensemble with a source factory: the default stream through it gives the same bits") {
@@ -470,7 +484,8 @@ TEST_CASE("run_ensemble with a source factory: the default stream through it giv
   ncsde::integrate_options io;
   io.dt = 1e-2;
   const ncsde::ensemble_options eo = quiet(300, 11);
-  const ncsde::ensemble_result by_default = ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, eo);
+  const ncsde::ensemble_result by_default =
+      ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, eo);
   const ncsde::ensemble_result by_factory =
       ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, eo, [&](std::uint64_t p) {
         return ncsde::stream_brownian(ncsde::random_stream(eo.seed, p), 1, io.levy_area);
@@ -484,7 +499,8 @@ TEST_CASE("Milstein: one stepper type, both derivative forms") {
   sde.a = matrix{{-0.3, 0.1}, {0.0, -0.2}};
   sde.c = matrix::Identity(2, 2) * 0.1;
   sde.b = {matrix{{0.2, 0.05}, {0.05, 0.1}}, matrix{{0.0, 0.1}, {0.1, 0.0}}};
-  const ncsde::problem<support::quadratic_noise_with_derivative> prob{sde, matrix{{1.0, 0.2}, {0.2, 0.8}}, 0.5};
+  const ncsde::problem<support::quadratic_noise_with_derivative> prob{
+      sde, matrix{{1.0, 0.2}, {0.2, 0.8}}, 0.5};
   ncsde::integrate_options io;
   io.dt = 1e-3;
   ncsde::milstein<> automatic;
@@ -493,8 +509,8 @@ TEST_CASE("Milstein: one stepper type, both derivative forms") {
   const matrix a = ncsde::integrate(automatic, prob, io, 2).v;
   const matrix b = ncsde::integrate(analytic, prob, io, 2).v;
   const matrix c = ncsde::integrate(derivative_free, prob, io, 2).v;
-  CHECK(a == b);  // automatic is analytic when the SDE has the derivative
-  CHECK_FALSE(a == c);  // a different scheme …
+  CHECK(a == b);                  // automatic is analytic when the SDE has the derivative
+  CHECK_FALSE(a == c);            // a different scheme …
   CHECK((a - c).norm() <= 1e-3);  // … of the same strong order 1 on the same path: O(dt) apart
   // The rebound fixed-size stepper keeps the option (m = 2 runs on square_matrix<2> when it can).
   ncsde::detail::stepper_for<ncsde::milstein<>, ncsde::square_matrix<2>>::type rebound =
@@ -502,9 +518,10 @@ TEST_CASE("Milstein: one stepper type, both derivative forms") {
   CHECK(rebound.derivative_form() == ncsde::milstein_derivative::derivative_free);
   // Asking for the analytic form of an SDE without diffusion_derivative is refused.
   const ncsde::problem<tanh_sde> scalar{tanh_sde{}, matrix::Constant(1, 1, 0.1), 1.0};
-  CHECK_THROWS_WITH_AS(ncsde::integrate(analytic, scalar, io, 2),
-                       doctest::Contains("derivative form 'analytic' needs the SDE's diffusion_derivative"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      ncsde::integrate(analytic, scalar, io, 2),
+      doctest::Contains("derivative form 'analytic' needs the SDE's diffusion_derivative"),
+      ncsde::invalid_argument);
 }
 
 namespace {
@@ -524,17 +541,18 @@ struct additive_ou {
 }  // namespace
 
 TEST_CASE("convergence engine: expected orders follow the noise class; a chosen strong measure") {
-  CHECK(ncsde::expected_order("em", ncsde::error_kind::strong,
-                              ncsde::noise_class::additive) == 1.0);
-  CHECK(ncsde::expected_order("em", ncsde::error_kind::strong,
-                              ncsde::noise_class::commutative) == 0.5);
+  CHECK(ncsde::expected_order("em", ncsde::error_kind::strong, ncsde::noise_class::additive) ==
+        1.0);
+  CHECK(ncsde::expected_order("em", ncsde::error_kind::strong, ncsde::noise_class::commutative) ==
+        0.5);
   CHECK(ncsde::expected_order("milstein-commutative", ncsde::error_kind::strong,
                               ncsde::noise_class::additive) == 1.0);
   CHECK(ncsde::expected_order("milstein-commutative", ncsde::error_kind::strong,
                               ncsde::noise_class::general) == 0.5);
 
   // Euclidean additive OU with the fine-grid Milstein reference: EM's measured strong order is 1.
-  ncsde::convergence_problem<additive_ou> cp("additive-ou", {additive_ou{}, matrix::Constant(1, 1, -0.5), 1.0});
+  ncsde::convergence_problem<additive_ou> cp("additive-ou",
+                                             {additive_ou{}, matrix::Constant(1, 1, -0.5), 1.0});
   CHECK(cp.effective_noise() == ncsde::noise_class::additive);
   cp.first_level = 3;
   cp.levels = 4;
@@ -554,7 +572,8 @@ TEST_CASE("convergence engine: expected orders follow the noise class; a chosen 
   CHECK(rows[0].cone_exits == 0);
   // 200 paths, 4 levels: the slope's stderr is ≈ 0.03; 0.15 is five of them.
   CHECK(std::abs(rows[0].fit.slope - 1.0) <= 0.15);
-  CHECK(ncsde::convergence_json(rows).find("\"error_measure\": \"|X11 - ref|\"") != std::string::npos);
+  CHECK(ncsde::convergence_json(rows).find("\"error_measure\": \"|X11 - ref|\"") !=
+        std::string::npos);
 }
 
 TEST_CASE("odeint glue on a euclidean state: no symmetrisation, V0 of any sign") {

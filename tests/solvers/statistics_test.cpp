@@ -20,9 +20,11 @@ constexpr double inf_value = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-TEST_CASE("moments: running mean and covariance equal the two-pass formulas; merging equals one pass") {
+TEST_CASE(
+    "moments: running mean and covariance equal the two-pass formulas; merging equals one pass") {
   const int d = 3, n = 500;
-  const matrix x = support::random_gaussian(d, n, 3) + matrix::Constant(d, n, 10.0);  // offset: Welford's point
+  const matrix x =
+      support::random_gaussian(d, n, 3) + matrix::Constant(d, n, 10.0);  // offset: Welford's point
   const vector mean = x.rowwise().mean();
   const matrix centred = x.colwise() - mean;
   const matrix cov = centred * centred.transpose() / (n - 1);
@@ -67,7 +69,8 @@ TEST_CASE("moments: fewer than two samples; wrong dimensions are assertion failu
                        ncsde::assertion_error);
   moments other(3);
   other.add(vector::Ones(3));
-  CHECK_THROWS_WITH_AS(m.merge(other), doctest::Contains("moments::merge: wrong dimension"), ncsde::assertion_error);
+  CHECK_THROWS_WITH_AS(m.merge(other), doctest::Contains("moments::merge: wrong dimension"),
+                       ncsde::assertion_error);
   m.reset(4);
   CHECK(m.count() == 0);
   CHECK(m.dimension() == 4);
@@ -82,13 +85,14 @@ TEST_CASE("quantile_sorted: type-7 interpolation, +inf allowed") {
   CHECK(ncsde::quantile_sorted({7.0}, 0.3) == 7.0);
   const std::vector<double> with_inf = {1.0, 2.0, inf_value, inf_value};
   CHECK(ncsde::quantile_sorted(with_inf, 1.0 / 3.0) == 2.0);
-  CHECK(ncsde::quantile_sorted(with_inf, 0.5) == inf_value);   // between 2 and +inf
-  CHECK(ncsde::quantile_sorted(with_inf, 0.9) == inf_value);   // between +inf and +inf: not NaN
+  CHECK(ncsde::quantile_sorted(with_inf, 0.5) == inf_value);  // between 2 and +inf
+  CHECK(ncsde::quantile_sorted(with_inf, 0.9) == inf_value);  // between +inf and +inf: not NaN
   CHECK(std::isnan(ncsde::quantile_sorted({}, 0.5)));
-  CHECK_THROWS_WITH_AS(ncsde::quantile_sorted(x, 1.5), doctest::Contains("quantile: p must be in [0, 1] (got 1.5)"),
+  CHECK_THROWS_WITH_AS(ncsde::quantile_sorted(x, 1.5),
+                       doctest::Contains("quantile: p must be in [0, 1] (got 1.5)"),
                        ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(ncsde::quantile_sorted(x, std::nan("")), doctest::Contains("p must be in [0, 1] (got nan)"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::quantile_sorted(x, std::nan("")),
+                       doctest::Contains("p must be in [0, 1] (got nan)"), ncsde::invalid_argument);
 }
 
 TEST_CASE("fit_line: exact lines, known scatter, and the t-based interval") {
@@ -118,13 +122,15 @@ TEST_CASE("fit_line: exact lines, known scatter, and the t-based interval") {
   // 95% interval with Student's t, 3 degrees of freedom: 3.1824.
   CHECK(std::abs(f.ci_high - (f.slope + 3.1824 * se)) <= 1e-14);
   CHECK(std::abs(f.ci_low - (f.slope - 3.1824 * se)) <= 1e-14);
-  CHECK_THROWS_WITH_AS(ncsde::fit_line({1.0}, {2.0}), doctest::Contains("fit_line: needs at least 2 points and equal sizes"),
+  CHECK_THROWS_WITH_AS(ncsde::fit_line({1.0}, {2.0}),
+                       doctest::Contains("fit_line: needs at least 2 points and equal sizes"),
                        ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(ncsde::fit_line({1.0, 2.0}, {2.0}), doctest::Contains("needs at least 2 points"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::fit_line({1.0, 2.0}, {2.0}),
+                       doctest::Contains("needs at least 2 points"), ncsde::invalid_argument);
 }
 
-TEST_CASE("fit_line_weighted: weights 1/σ², stderr from σ or from the scatter, whichever is larger") {
+TEST_CASE(
+    "fit_line_weighted: weights 1/σ², stderr from σ or from the scatter, whichever is larger") {
   const std::vector<double> x = {0.0, 1.0, 2.0, 3.0};
   const std::vector<double> y = {1.0, 3.0, 5.0, 7.0};  // exact: slope 2
   const std::vector<double> sigma = {0.1, 0.1, 0.1, 0.1};
@@ -140,8 +146,10 @@ TEST_CASE("fit_line_weighted: weights 1/σ², stderr from σ or from the scatter
   CHECK(std::abs(g.slope_stderr - u.slope_stderr) <= 1e-14);
   CHECK(g.slope_stderr > std::sqrt(0.01 / 5.0));
   CHECK_THROWS_WITH_AS(ncsde::fit_line_weighted(x, y, {0.1, 0.0, 0.1, 0.1}),
-                       doctest::Contains("fit_line_weighted: sigma must be > 0 (got 0)"), ncsde::invalid_argument);
-  CHECK_THROWS_WITH_AS(ncsde::fit_line_weighted(x, y, {0.1}), doctest::Contains("fit_line_weighted: sigma has the wrong size"),
+                       doctest::Contains("fit_line_weighted: sigma must be > 0 (got 0)"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::fit_line_weighted(x, y, {0.1}),
+                       doctest::Contains("fit_line_weighted: sigma has the wrong size"),
                        ncsde::invalid_argument);
 }
 
@@ -161,15 +169,16 @@ TEST_CASE("student_t_975: table and Cornish–Fisher expansion within 1e-4") {
     CHECK(ncsde::student_t_975(dof) < previous);  // decreasing towards 1.959964
     previous = ncsde::student_t_975(dof);
   }
-  CHECK_THROWS_WITH_AS(ncsde::student_t_975(0), doctest::Contains("student_t_975: dof must be >= 1 (got 0)"),
+  CHECK_THROWS_WITH_AS(ncsde::student_t_975(0),
+                       doctest::Contains("student_t_975: dof must be >= 1 (got 0)"),
                        ncsde::invalid_argument);
 }
 
 TEST_CASE("kolmogorov_survival: both series agree with the Kolmogorov law to 1e-12") {
   // Reference values Q(λ) = P(K > λ) from scipy.stats.kstwobign.sf.
   const double lambda[] = {0.2, 0.5, 0.8, 1.0, 1.2, 1.358, 1.628, 2.5};
-  const double q[] = {0.999999999999495,   0.9639452436648751,  0.5441424115741981,
-                      0.26999967167735456, 0.11224966667072497, 0.05002679733444698,
+  const double q[] = {0.999999999999495,    0.9639452436648751,   0.5441424115741981,
+                      0.26999967167735456,  0.11224966667072497,  0.05002679733444698,
                       0.009975522431181053, 7.453306344157342e-06};
   for (int i = 0; i < 8; ++i) {
     CAPTURE(lambda[i]);
@@ -216,13 +225,16 @@ TEST_CASE("ks_two_sample: distance with ties and infinities, p-value calibration
     CHECK(shifted.distance > ncsde::ks_critical_distance(0.01, 500, 700));
     CHECK(shifted.p_value < 0.01);
   }
-  CHECK(ncsde::ks_critical_distance(0.01, 100, 100) == doctest::Approx(1.6276 * std::sqrt(0.02)).epsilon(1e-4));
-  CHECK(ncsde::ks_critical_distance(0.05, 100, 100) == doctest::Approx(1.3581 * std::sqrt(0.02)).epsilon(1e-4));
+  CHECK(ncsde::ks_critical_distance(0.01, 100, 100) ==
+        doctest::Approx(1.6276 * std::sqrt(0.02)).epsilon(1e-4));
+  CHECK(ncsde::ks_critical_distance(0.05, 100, 100) ==
+        doctest::Approx(1.3581 * std::sqrt(0.02)).epsilon(1e-4));
 
   CHECK_THROWS_WITH_AS(ncsde::ks_two_sample({}, {1.0}), doctest::Contains("first sample is empty"),
                        ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(ncsde::ks_two_sample({1.0, std::nan("")}, {1.0}),
                        doctest::Contains("first sample holds a NaN"), ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(ncsde::ks_critical_distance(1.0, 10, 10),
-                       doctest::Contains("alpha must be in (0, 1) (got 1)"), ncsde::invalid_argument);
+                       doctest::Contains("alpha must be in (0, 1) (got 1)"),
+                       ncsde::invalid_argument);
 }

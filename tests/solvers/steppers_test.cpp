@@ -33,7 +33,8 @@ support::quadratic_noise make_quadratic(int m, int k, double noise_scale, std::u
   sde.a(0, m - 1) += 0.2;  // A need not be symmetric
   sde.c = support::random_spd(m, seed + 1);
   for (int l = 0; l < k; ++l)
-    sde.b.push_back(noise_scale * support::random_symmetric(m, seed + 2 + static_cast<std::uint64_t>(l)));
+    sde.b.push_back(noise_scale *
+                    support::random_symmetric(m, seed + 2 + static_cast<std::uint64_t>(l)));
   return sde;
 }
 
@@ -104,7 +105,8 @@ TEST_CASE("steppers: orders per noise class, names and noise requests") {
   CHECK(mc::name == "milstein-commutative");
   // The run-time descriptor carries the same declarations.
   constexpr ncsde::scheme_descriptor d = ncsde::describe<mc>();
-  static_assert(d.strong_order(noise_class::general) == 0.5 && d.weak_order(noise_class::additive) == 1.0);
+  static_assert(d.strong_order(noise_class::general) == 0.5 &&
+                d.weak_order(noise_class::additive) == 1.0);
   CHECK(d.name == "milstein-commutative");
   CHECK(d.request == mc::request);
 }
@@ -165,7 +167,8 @@ TEST_CASE("predictor_corrector: V + ½(b(t+h, V̄) + b(t, V)) h + G(t, V) dW, V�
   CHECK(pc::strong_order(noise_class::general) == 0.5);
   CHECK(pc::strong_order(noise_class::commutative) == 0.5);
   CHECK(pc::strong_order(noise_class::additive) == 1.0);
-  for (const noise_class c : {noise_class::general, noise_class::commutative, noise_class::additive})
+  for (const noise_class c :
+       {noise_class::general, noise_class::commutative, noise_class::additive})
     CHECK(pc::weak_order(c) == 1.0);
   CHECK(pc::request == ncsde::noise_request{});  // the increments only, as EM
   CHECK_FALSE(pc::preserves_cone);
@@ -178,9 +181,7 @@ TEST_CASE("predictor_corrector: V + ½(b(t+h, V̄) + b(t, V)) h + G(t, V) dW, V�
   const matrix v0 = support::random_spd(m, 41);
   const double h = 0.04;
   const noise_increment inc = scaled_increment(k, h, 42);
-  auto drift = [&](const matrix& v) {
-    return (sde.a * v + v * sde.a.transpose() + sde.c).eval();
-  };
+  auto drift = [&](const matrix& v) { return (sde.a * v + v * sde.a.transpose() + sde.c).eval(); };
   matrix noise = matrix::Zero(m, m);
   double noise_scale = 0.0;
   for (int l = 0; l < k; ++l) {
@@ -243,8 +244,10 @@ TEST_CASE("milstein: scalar SDE equals the classical Milstein formula") {
     inc.iterated = matrix::Constant(1, 1, 0.5 * (dw * dw - h));
     inc.has_iterated = true;
     const double g = sde.sigma * x * x;
-    const double expected = x + sde.mu * x * h + g * dw + 0.5 * g * (2 * sde.sigma * x) * (dw * dw - h);
-    const double scale = x + std::abs(sde.mu * x * h) + std::abs(g * dw) + std::abs(g * 2 * sde.sigma * x) * (dw * dw + h);
+    const double expected =
+        x + sde.mu * x * h + g * dw + 0.5 * g * (2 * sde.sigma * x) * (dw * dw - h);
+    const double scale = x + std::abs(sde.mu * x * h) + std::abs(g * dw) +
+                         std::abs(g * 2 * sde.sigma * x) * (dw * dw + h);
     matrix v = matrix::Constant(1, 1, x);
     ncsde::milstein<> mil;
     mil.do_step(sde, v, 0.0, inc);
@@ -257,7 +260,8 @@ TEST_CASE("milstein: scalar SDE equals the classical Milstein formula") {
   }
 }
 
-TEST_CASE("milstein: derivative-free and derivative forms differ by the exact O(dt^{3/2}) remainder") {
+TEST_CASE(
+    "milstein: derivative-free and derivative forms differ by the exact O(dt^{3/2}) remainder") {
   // For G_l(V) = V B_l V the derivative-free support Ῡ_j = V + δ_j, δ_j = h b + √h G_j, gives exactly
   //   [G_l(V + δ) − G_l(V)]/√h = (δ B_l V + V B_l δ + δ B_l δ)/√h,
   // while the derivative form uses DG_l[G_j] = G_j B_l V + V B_l G_j. Their difference per step is
@@ -270,7 +274,8 @@ TEST_CASE("milstein: derivative-free and derivative forms differ by the exact O(
   const matrix v0 = support::random_spd(m, 61);
   const matrix b = plain.a * v0 + v0 * plain.a.transpose() + plain.c;
   std::vector<matrix> g(k);
-  for (int j = 0; j < k; ++j) g[static_cast<std::size_t>(j)] = v0 * plain.b[static_cast<std::size_t>(j)] * v0;
+  for (int j = 0; j < k; ++j)
+    g[static_cast<std::size_t>(j)] = v0 * plain.b[static_cast<std::size_t>(j)] * v0;
   for (const double h : {1e-1, 1e-2, 1e-3, 1e-4}) {
     CAPTURE(h);
     const noise_increment inc = scaled_increment(k, h, 62);
@@ -286,10 +291,11 @@ TEST_CASE("milstein: derivative-free and derivative forms differ by the exact O(
         const matrix& bl = plain.b[static_cast<std::size_t>(l)];
         const matrix& gj = g[static_cast<std::size_t>(j)];
         const double ijl = inc.iterated(j, l);
-        delta += ijl * (rh * (b * bl * v0 + v0 * bl * b + gj * bl * gj) + h * (b * bl * gj + gj * bl * b) +
-                        h * rh * (b * bl * b));
+        delta += ijl * (rh * (b * bl * v0 + v0 * bl * b + gj * bl * gj) +
+                        h * (b * bl * gj + gj * bl * b) + h * rh * (b * bl * b));
         bound += std::abs(ijl / h) * bl.norm() *
-                 (2 * b.norm() * v0.norm() + gj.squaredNorm() + 2 * rh * b.norm() * gj.norm() + h * b.squaredNorm());
+                 (2 * b.norm() * v0.norm() + gj.squaredNorm() + 2 * rh * b.norm() * gj.norm() +
+                  h * b.squaredNorm());
         const matrix support = v0 + h * b + rh * gj;
         support_scale += std::abs(ijl) * max_abs(support * bl * support);
       }
@@ -302,7 +308,9 @@ TEST_CASE("milstein: derivative-free and derivative forms differ by the exact O(
   }
 }
 
-TEST_CASE("milstein_commutative equals milstein with zero Lévy area, and on commutative noise with any area") {
+TEST_CASE(
+    "milstein_commutative equals milstein with zero Lévy area, and on commutative noise with any "
+    "area") {
   const int m = 3, k = 3;
   const support::quadratic_noise sde = make_quadratic(m, k, 0.4, 70);
   const matrix v0 = support::random_spd(m, 71);
@@ -328,7 +336,8 @@ TEST_CASE("milstein_commutative equals milstein with zero Lévy area, and on com
   // Commutative noise: G_l(V) = c_l V² (B_l = c_l Id), so L^j G_l = c_j c_l (V³ + V³) is symmetric in
   // (j, l) and the Lévy areas cancel from Σ_jl L^j G_l I_jl: milstein with areas = milstein_commutative.
   support::quadratic_noise_with_derivative comm = with_derivative(sde);
-  for (int l = 0; l < k; ++l) comm.b[static_cast<std::size_t>(l)] = (0.2 + 0.1 * l) * matrix::Identity(m, m);
+  for (int l = 0; l < k; ++l)
+    comm.b[static_cast<std::size_t>(l)] = (0.2 + 0.1 * l) * matrix::Identity(m, m);
   matrix a = v0, c = v0;
   ncsde::milstein<> mil;
   ncsde::milstein_commutative<> com;
@@ -336,7 +345,8 @@ TEST_CASE("milstein_commutative equals milstein with zero Lévy area, and on com
   com.do_step(comm, c, 0.0, inc);
   // The areas cancel only up to the rounding of the terms c_j c_l 2V³ I_jl: ≤ 8 ε Σ|I| |2V³|·max c².
   const matrix v3 = v0 * v0 * v0;
-  CHECK(max_abs(a - c) <= 8 * eps * (max_abs(v0) + inc.iterated.cwiseAbs().sum() * 2 * max_abs(v3) * 0.16));
+  CHECK(max_abs(a - c) <=
+        8 * eps * (max_abs(v0) + inc.iterated.cwiseAbs().sum() * 2 * max_abs(v3) * 0.16));
   // … whereas on non-commutative noise the areas matter.
   matrix e = v0, f = v0;
   ncsde::milstein<> mil2;
@@ -452,21 +462,26 @@ TEST_CASE("dense_covariance_noise reproduces Σ, clips round-off negatives, reje
     const ncsde::dense_covariance_noise<fixed_covariance> dense(fixed_covariance{s});
     vector xi = vector::Ones(kk);
     matrix out;
-    CHECK_THROWS_WITH_AS(dense.diffusion(v, xi, out, 0.0),
-                         doctest::Contains("dense_covariance_noise: covariance is not positive semidefinite at t = 0 "
-                                           "(smallest eigenvalue -0.5)"),
-                         ncsde::evaluation_error);
+    CHECK_THROWS_WITH_AS(
+        dense.diffusion(v, xi, out, 0.0),
+        doctest::Contains(
+            "dense_covariance_noise: covariance is not positive semidefinite at t = 0 "
+            "(smallest eigenvalue -0.5)"),
+        ncsde::evaluation_error);
   }
   SUBCASE("wrong size or non-finite Σ is an evaluation_error") {
-    const ncsde::dense_covariance_noise<fixed_covariance> small(fixed_covariance{matrix::Identity(5, 5)});
-    CHECK_THROWS_WITH_AS(small.factor(v, 0.0),
-                         doctest::Contains("dense_covariance_noise: covariance must be 6×6 for m = 3 (got 5×5)"),
-                         ncsde::evaluation_error);
+    const ncsde::dense_covariance_noise<fixed_covariance> small(
+        fixed_covariance{matrix::Identity(5, 5)});
+    CHECK_THROWS_WITH_AS(
+        small.factor(v, 0.0),
+        doctest::Contains("dense_covariance_noise: covariance must be 6×6 for m = 3 (got 5×5)"),
+        ncsde::evaluation_error);
     matrix s = matrix::Identity(kk, kk);
     s(1, 2) = std::numeric_limits<double>::quiet_NaN();
     const ncsde::dense_covariance_noise<fixed_covariance> bad(fixed_covariance{s});
-    CHECK_THROWS_WITH_AS(bad.factor(v, 0.25),
-                         doctest::Contains("dense_covariance_noise: covariance is not finite at t = 0.25"),
-                         ncsde::evaluation_error);
+    CHECK_THROWS_WITH_AS(
+        bad.factor(v, 0.25),
+        doctest::Contains("dense_covariance_noise: covariance is not finite at t = 0.25"),
+        ncsde::evaluation_error);
   }
 }

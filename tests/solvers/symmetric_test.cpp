@@ -54,11 +54,11 @@ TEST_CASE("pack_upper / unpack_upper round-trip") {
   CHECK(out == expected);
   // Sizes that are not m(m+1)/2 are caught by NCSDE_ASSERT (tests install the throwing handler).
   const vector bad = vector::Zero(4);
-  CHECK_THROWS_WITH_AS(ncsde::unpack_upper(bad, out), doctest::Contains("packed size is not m(m+1)/2"),
-                       ncsde::assertion_error);
+  CHECK_THROWS_WITH_AS(ncsde::unpack_upper(bad, out),
+                       doctest::Contains("packed size is not m(m+1)/2"), ncsde::assertion_error);
   vector wrong(5);
-  CHECK_THROWS_WITH_AS(ncsde::pack_upper(expected, wrong), doctest::Contains("output has the wrong size"),
-                       ncsde::assertion_error);
+  CHECK_THROWS_WITH_AS(ncsde::pack_upper(expected, wrong),
+                       doctest::Contains("output has the wrong size"), ncsde::assertion_error);
 }
 
 TEST_CASE("asymmetry is the largest |V − Vᵀ|") {
@@ -89,11 +89,13 @@ TEST_CASE("validate_state accepts valid states and returns them exactly symmetri
 
 TEST_CASE("validate_state rejects bad states naming the parameter and the value") {
   using ncsde::validate_state;
-  CHECK_THROWS_WITH_AS(validate_state("integrate", "V0", matrix()),
-                       doctest::Contains("integrate: V0 must be a non-empty m×m matrix with m ≥ 1 (got 0×0)"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      validate_state("integrate", "V0", matrix()),
+      doctest::Contains("integrate: V0 must be a non-empty m×m matrix with m ≥ 1 (got 0×0)"),
+      ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(validate_state("integrate", "V0", matrix::Zero(2, 3)),
-                       doctest::Contains("integrate: V0 must be square (got 2×3)"), ncsde::invalid_argument);
+                       doctest::Contains("integrate: V0 must be square (got 2×3)"),
+                       ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(validate_state("integrate", "V0", matrix::Zero(0, 3)),
                        doctest::Contains("V0 must be a non-empty m×m matrix with m ≥ 1 (got 0×3)"),
                        ncsde::invalid_argument);
@@ -119,7 +121,8 @@ TEST_CASE("validate_state rejects bad states naming the parameter and the value"
   CHECK_NOTHROW(validate_state("integrate", "V0", big));
   v = matrix::Identity(2, 2);
   v(1, 1) = -1.0;
-  CHECK_THROWS_WITH_AS(validate_state("integrate", "V0", v),
-                       doctest::Contains("integrate: V0 is not positive semidefinite (smallest eigenvalue -1)"),
-                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      validate_state("integrate", "V0", v),
+      doctest::Contains("integrate: V0 is not positive semidefinite (smallest eigenvalue -1)"),
+      ncsde::invalid_argument);
 }

@@ -24,7 +24,8 @@ struct decoupled_exit {
     out.setZero(v.rows(), v.cols());
     out(0, 0) = -lambda * v(0, 0);
   }
-  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out, double) const {
+  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out,
+                 double) const {
     out.setZero(v.rows(), v.cols());
     out(1, 1) = sigma * xi(0);
   }
@@ -43,7 +44,8 @@ struct cubic_scalar {
     out.resize(1, 1);
     out(0, 0) = a * v(0, 0) * v(0, 0) * v(0, 0);
   }
-  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out, double) const {
+  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out,
+                 double) const {
     out.resize(1, 1);
     out(0, 0) = sigma * v(0, 0) * xi(0);
   }
@@ -63,9 +65,11 @@ struct quadratic_noise {
   void drift(const ncsde::matrix& v, ncsde::matrix& out, double) const {
     out = a * v + v * a.transpose() + c;
   }
-  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out, double) const {
+  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out,
+                 double) const {
     out.setZero(v.rows(), v.cols());
-    for (std::size_t l = 0; l < b.size(); ++l) out += xi(static_cast<Eigen::Index>(l)) * (v * b[l] * v);
+    for (std::size_t l = 0; l < b.size(); ++l)
+      out += xi(static_cast<Eigen::Index>(l)) * (v * b[l] * v);
   }
 };
 static_assert(ncsde::Sde<quadratic_noise>);
@@ -94,7 +98,8 @@ struct scalar_quadratic {
     out.resize(1, 1);
     out(0, 0) = mu * v(0, 0);
   }
-  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out, double) const {
+  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out,
+                 double) const {
     out.resize(1, 1);
     out(0, 0) = sigma * v(0, 0) * v(0, 0) * xi(0);
   }

@@ -44,7 +44,8 @@ TEST_CASE("variant_sde: exact covariances of the wrong variants (basis sums)") {
     const double tau0 = 0.6;
     matrix vpv_att;
     fill_packed_covariance(m, vpv_att, [&](int a, int b, int c, int d) {
-      return (v(a, c) * phi(b, d) + v(a, d) * phi(b, c) + v(b, c) * phi(a, d) + v(b, d) * phi(a, c)) /
+      return (v(a, c) * phi(b, d) + v(a, d) * phi(b, c) + v(b, c) * phi(a, d) +
+              v(b, d) * phi(a, c)) /
              (m * m * tau0 * tau0);
     });
     const matrix expect_vpv = base.k_lin() * lin + base.k_att() * vpv_att;
@@ -55,10 +56,12 @@ TEST_CASE("variant_sde: exact covariances of the wrong variants (basis sums)") {
     matrix right;
     base.covariance(v, right, 0.0);
     models::sigma_att(v, tau0, att);
-    INFO("relative error of the attention part: ", (got_vpv - right).norm() / (base.k_att() * att.norm()));
+    INFO("relative error of the attention part: ",
+         (got_vpv - right).norm() / (base.k_att() * att.norm()));
     CHECK((got_vpv - right).norm() > 0.3 * base.k_att() * att.norm());
     // Dropping the attention noise leaves k_lin Σ_lin; the correct variant is the model itself.
-    const matrix got_none = noise_covariance(cli::variant_sde(base, cli::sde_variant::no_attention_noise), v);
+    const matrix got_none =
+        noise_covariance(cli::variant_sde(base, cli::sde_variant::no_attention_noise), v);
     CHECK((got_none - base.k_lin() * lin).norm() <= 1e-13 * lin.norm());
     const matrix got_right = noise_covariance(cli::variant_sde(base, cli::sde_variant::correct), v);
     CHECK((got_right - right).norm() <= 1e-13 * right.norm());
@@ -77,11 +80,13 @@ TEST_CASE("variant_sde: exact covariances of the wrong variants (basis sums)") {
                        invalid_argument);
   auto causal = attention_params();
   causal.causal = true;
-  CHECK_THROWS_WITH_AS(cli::variant_sde(models::covariance_sde(models::architecture::attention, causal),
-                                        cli::sde_variant::vpv),
-                       doctest::Contains("not vpv for causal"), invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      cli::variant_sde(models::covariance_sde(models::architecture::attention, causal),
+                       cli::sde_variant::vpv),
+      doctest::Contains("not vpv for causal"), invalid_argument);
   CHECK_THROWS_WITH_AS(cli::parse_variant("vpvpv", "--variants"),
-                       doctest::Contains("--variants must be one of correct, vpv"), invalid_argument);
+                       doctest::Contains("--variants must be one of correct, vpv"),
+                       invalid_argument);
 }
 
 TEST_CASE("sample_sde: stopping on each grid k/n matches the path sampled on that grid") {
@@ -107,7 +112,8 @@ TEST_CASE("sample_sde: stopping on each grid k/n matches the path sampled on tha
       // Reference: the first grid point k/n (k ≥ 1) of the saved path with max diagonal > K.
       std::size_t tau = 0;
       matrix v(3, 3);
-      for (std::size_t j = static_cast<std::size_t>(stride); j < path.size() && tau == 0; j += stride) {
+      for (std::size_t j = static_cast<std::size_t>(stride); j < path.size() && tau == 0;
+           j += stride) {
         unpack_upper(path[j], v);
         if (v.diagonal().maxCoeff() > 2.0) tau = j;
       }
@@ -148,5 +154,6 @@ TEST_CASE("proportion_test and bonferroni") {
   // Comparisons outside the family neither count nor lower the minimum.
   comparison info = proportion_test("z", 900, 1000, 100, 1000);
   info.in_family = false;
-  CHECK(bonferroni({c, info, proportion_test("y", 5, 10, 5, 10)}) == doctest::Approx(2 * c.p_value));
+  CHECK(bonferroni({c, info, proportion_test("y", 5, 10, 5, 10)}) ==
+        doctest::Approx(2 * c.p_value));
 }

@@ -144,8 +144,12 @@ std::string json_report(const blowup_args& a, const ensemble_result& r,
   }
   json c = json::array();
   for (const curve_point& p : curve)
-    c.push_back({{"t", p.t}, {"blown_up", p.blown_up}, {"p", p.p}, {"stderr", p.stderr_},
-                 {"wilson_lower", p.lower}, {"wilson_upper", p.upper}});
+    c.push_back({{"t", p.t},
+                 {"blown_up", p.blown_up},
+                 {"p", p.p},
+                 {"stderr", p.stderr_},
+                 {"wilson_lower", p.lower},
+                 {"wilson_upper", p.upper}});
   j["curve"] = c;
   j["steps"] = r.steps;
   j["steps_per_path"] = r.paths ? double(r.steps) / double(r.paths) : 0.0;
@@ -171,10 +175,11 @@ void table_report(const blowup_args& a, const ensemble_result& r,
   for (const double level : quantile_levels)
     os << fmt::format("  q{:g} = {:.6g}", level, quantile_sorted(r.explosion_times, level));
   os << '\n';
-  os << fmt::format("steps per path {:.1f}, refinements {}, unresolved {}, deepest halving {} ({:.2f} s, "
-                    "{} threads)\n",
-                    r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.refinements,
-                    r.stepping.unresolved, r.stepping.deepest, r.seconds, r.threads);
+  os << fmt::format(
+      "steps per path {:.1f}, refinements {}, unresolved {}, deepest halving {} ({:.2f} s, "
+      "{} threads)\n",
+      r.paths ? double(r.steps) / double(r.paths) : 0.0, r.stepping.refinements,
+      r.stepping.unresolved, r.stepping.deepest, r.seconds, r.threads);
   os << fmt::format("{:>10} {:>10} {:>10} {:>21}\n", "t", "P(tau<=t)", "stderr", "95% Wilson");
   const std::size_t every = std::max<std::size_t>(1, curve.size() / 10);
   for (std::size_t i = 0; i < curve.size(); ++i)
@@ -185,8 +190,8 @@ void table_report(const blowup_args& a, const ensemble_result& r,
 
 void write_curve_csv(const blowup_args& a, const ensemble_result& r,
                      const std::vector<curve_point>& curve, std::ostream& os) {
-  os << "# " << a.model.model << " (" << parameter_text(a.model) << "), scheme " << r.scheme
-     << ", " << to_string(r.control) << " steps";
+  os << "# " << a.model.model << " (" << parameter_text(a.model) << "), scheme " << r.scheme << ", "
+     << to_string(r.control) << " steps";
   if (r.control != step_control::fixed) os << fmt::format(", tolerance {}", r.tolerance);
   os << fmt::format(", dt {}, {} paths\n", r.dt, r.paths);
   os << "t,blown_up,p,stderr,wilson_lower,wilson_upper\n";
@@ -260,10 +265,11 @@ command blowup_command() {
     a->model.model = "transformer";
     add_model_flags(sub, a->model);
     add_step_flags(sub, a->steps, "increment");
-    sub.add_option("--V0", a->v0,
-                   "Initial state V0, symmetric positive semidefinite: rows separated by ';', "
-                   "entries by ','; default: the reference state V3 (diag 1, 1.6, 0.7; rho12 = 0.5, "
-                   "rho13 = 0.3, rho23 = 0.7)")
+    sub.add_option(
+           "--V0", a->v0,
+           "Initial state V0, symmetric positive semidefinite: rows separated by ';', "
+           "entries by ','; default: the reference state V3 (diag 1, 1.6, 0.7; rho12 = 0.5, "
+           "rho13 = 0.3, rho23 = 0.7)")
         ->capture_default_str();
     sub.add_option("--T", a->t_end, "Final time T, > 0")->capture_default_str();
     sub.add_option("--dt", a->dt, "Grid step (with adaptive steps: the largest step), > 0")

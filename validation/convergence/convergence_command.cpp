@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "command.hpp"
-#include "process.hpp"
 #include "ncsde/convergence.hpp"
 #include "ncsde/schemes.hpp"
+#include "process.hpp"
 
 #ifndef NCSDE_PLOT_SCRIPT
 #error "NCSDE_PLOT_SCRIPT must name validation/plots/convergence_plot.py"
@@ -57,9 +57,8 @@ struct convergence_args {
 /// One line per registry scheme: name, strong and weak orders on general / commutative / additive
 /// noise, the iterated integrals it uses, whether it preserves the cone, its description.
 void print_schemes() {
-  std::cout << fmt::format("{:<21} {:<17} {:<17} {:<20} {:<5} {}\n", "scheme",
-                           "strong (g/c/a)", "weak (g/c/a)", "iterated integrals", "cone",
-                           "description");
+  std::cout << fmt::format("{:<21} {:<17} {:<17} {:<20} {:<5} {}\n", "scheme", "strong (g/c/a)",
+                           "weak (g/c/a)", "iterated integrals", "cone", "description");
   for (const scheme_descriptor& d : builtin_scheme_descriptors()) {
     auto orders = [](const std::array<double, 3>& o) {
       return fmt::format("{:g}/{:g}/{:g}", o[0], o[1], o[2]);

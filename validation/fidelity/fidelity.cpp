@@ -49,7 +49,8 @@ comparison proportion_test(std::string name, long long hits1, long long n1, long
   return c;
 }
 
-std::vector<comparison> compare(int m, const stopped_sample& sample, const stopped_sample& reference,
+std::vector<comparison> compare(int m, const stopped_sample& sample,
+                                const stopped_sample& reference,
                                 const stopped_sample& sample_unstopped,
                                 const stopped_sample& reference_unstopped, double tail_level,
                                 double unstopped_level) {
@@ -85,7 +86,8 @@ std::vector<comparison> compare(int m, const stopped_sample& sample, const stopp
                      entry_functional(0, 0), tail_level));
   // Unstopped: max_a V^{aa}_T, so that an SDE path which blew up (in whichever entry; values() gives
   // it +inf) counts, and a network's growth in any entry too.
-  const functional max_diagonal{"max_a V^aa", [](const matrix& v) { return v.diagonal().maxCoeff(); }};
+  const functional max_diagonal{"max_a V^aa",
+                                [](const matrix& v) { return v.diagonal().maxCoeff(); }};
   comparison unstopped = tail(fmt::format("P(max V^aa_T >= {:g}) unstopped", unstopped_level),
                               sample_unstopped, reference_unstopped, max_diagonal, unstopped_level);
   unstopped.in_family = false;

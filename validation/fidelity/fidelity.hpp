@@ -38,10 +38,10 @@ stopped_sample unstopped_of(const networks::network_ensemble& e);
 
 /// One scalar comparison between a sample and a reference.
 struct comparison {
-  std::string statistic;       ///< "KS rho12", "stopped fraction", "P(V11 >= 2.5)", …
-  double value = 0.0;          ///< KS distance, or the sample's proportion
-  double reference = 0.0;      ///< the reference's proportion (proportions only)
-  double stderr_ = 0.0;        ///< SE of value − reference (proportions only)
+  std::string statistic;   ///< "KS rho12", "stopped fraction", "P(V11 >= 2.5)", …
+  double value = 0.0;      ///< KS distance, or the sample's proportion
+  double reference = 0.0;  ///< the reference's proportion (proportions only)
+  double stderr_ = 0.0;    ///< SE of value − reference (proportions only)
   double p_value = 1.0;
   /// Part of the tested family (laws of the stopped processes). The unstopped tail is reported for
   /// information only: beyond the stop level the network need not follow the SDE (the convergence
@@ -53,7 +53,8 @@ struct comparison {
 /// ρ^{ab} (a < b) and V^{aa}, the stopped fractions P(τ ≤ T) and the tail P(V¹¹_{T∧τ} ≥
 /// tail_level) (two-proportion z-tests); then, outside the family, P(max_a V^{aa}_T ≥
 /// unstopped_level) of the unstopped processes (blow-up counts as ≥).
-std::vector<comparison> compare(int m, const stopped_sample& sample, const stopped_sample& reference,
+std::vector<comparison> compare(int m, const stopped_sample& sample,
+                                const stopped_sample& reference,
                                 const stopped_sample& sample_unstopped,
                                 const stopped_sample& reference_unstopped, double tail_level,
                                 double unstopped_level);
@@ -68,4 +69,3 @@ comparison proportion_test(std::string name, long long hits1, long long n1, long
 double bonferroni(const std::vector<comparison>& c);
 
 }  // namespace ncsde::cli
-

@@ -145,18 +145,25 @@ std::string parameter_summary(const model_flags& model) {
 nlohmann::json parameter_json(const model_flags& model) {
   if (builtin_architecture(model.model)) {
     const models::shaped_params p = model.params();
-    return {{"gamma2", p.gamma2}, {"tau0", p.tau0}, {"hidden_ratio", p.hidden_ratio},
-            {"c_plus", p.c_plus}, {"c_minus", p.c_minus}, {"heads", p.heads},
-            {"output_projection", p.output_projection}, {"causal", p.causal}};
+    return {{"gamma2", p.gamma2},
+            {"tau0", p.tau0},
+            {"hidden_ratio", p.hidden_ratio},
+            {"c_plus", p.c_plus},
+            {"c_minus", p.c_minus},
+            {"heads", p.heads},
+            {"output_projection", p.output_projection},
+            {"causal", p.causal}};
   }
   return parameter_values_json(model);
 }
 
-std::string format_p(double p) { return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p); }
+std::string format_p(double p) {
+  return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p);
+}
 
 std::string markdown(const validate_args& a, const std::vector<report_row>& rows,
-                     const report_row& sde_row, const std::string& header, double critical, const std::string& trend,
-                     const std::vector<std::string>& verdicts) {
+                     const report_row& sde_row, const std::string& header, double critical,
+                     const std::string& trend, const std::vector<std::string>& verdicts) {
   std::ostringstream s;
   s << header << '\n';
   const std::vector<comparison>& first = rows.front().comparisons;
@@ -214,7 +221,8 @@ int run_validate(const validate_args& a) {
   const int m = static_cast<int>(v0.rows());
   if (m < 2)
     throw_invalid_argument("validate", "V0", "a 1x1 matrix", "at least 2x2 (ρ needs two tokens)");
-  if (a.widths.empty()) throw_invalid_argument("validate", "n", "an empty list", "a list of widths");
+  if (a.widths.empty())
+    throw_invalid_argument("validate", "n", "an empty list", "a list of widths");
   std::vector<int> widths = a.widths;
   for (std::size_t i = 0; i < widths.size(); ++i) {
     if (widths[i] < 2) throw_invalid_argument("validate", "n", widths[i], ">= 2 (each width)");
@@ -227,8 +235,7 @@ int run_validate(const validate_args& a) {
   if (!(a.tail_level > 0.0) || !std::isfinite(a.tail_level))
     throw_invalid_argument("validate", "tail_level", a.tail_level, "> 0 and finite");
   if (!(a.unstopped_level > 0.0) || !std::isfinite(a.unstopped_level))
-    throw_invalid_argument("validate", "unstopped_tail_level", a.unstopped_level,
-                           "> 0 and finite");
+    throw_invalid_argument("validate", "unstopped_tail_level", a.unstopped_level, "> 0 and finite");
   if (!(a.alpha > 0.0 && a.alpha < 1.0))
     throw_invalid_argument("validate", "alpha", a.alpha, "in (0, 1)");
 
@@ -307,9 +314,9 @@ int run_validate(const validate_args& a) {
                              per_path, widths.size(), sde_runs));
     // Per network, every width's ensemble is kept: its record (V at d and at the stop), and the
     // stopped and unstopped samples the comparisons take of it.
-    const double per_network = static_cast<double>(widths.size()) *
-                                   (sizeof(networks::network_record) + 2.0 * entry) +
-                               2.0 * entry;
+    const double per_network =
+        static_cast<double>(widths.size()) * (sizeof(networks::network_record) + 2.0 * entry) +
+        2.0 * entry;
     check_memory("--networks", std::to_string(a.networks),
                  per_network * static_cast<double>(a.networks),
                  fmt::format("{:.0f} bytes per network: V at d and at the stop for {} widths",
@@ -471,9 +478,10 @@ int run_validate(const validate_args& a) {
   }
   if (widths.size() >= 3) {
     const linear_fit f = fit_line(log_n, log_ks);
-    trend += fmt::format("; log-log slope {:.2f} ± {:.2f} (a slope near 0 with every width at the "
-                         "floor means the finite-n error is below the Monte Carlo resolution)",
-                         f.slope, f.slope_stderr);
+    trend += fmt::format(
+        "; log-log slope {:.2f} ± {:.2f} (a slope near 0 with every width at the "
+        "floor means the finite-n error is below the Monte Carlo resolution)",
+        f.slope, f.slope_stderr);
   }
 
   const double critical = ks_critical_distance(a.alpha, a.networks, a.paths);
@@ -500,8 +508,9 @@ int run_validate(const validate_args& a) {
   verdicts.push_back(fmt::format(
       "SDE: {} paths, {} blown up (max|V| > 1e6) by T = {}, {} with PD-cone exits (projected), "
       "{:.1f} s; networks: {:.1f} s in total",
-      a.paths, std::count(reference.unstopped.status.begin(), reference.unstopped.status.end(),
-                          path_status::blown_up),
+      a.paths,
+      std::count(reference.unstopped.status.begin(), reference.unstopped.status.end(),
+                 path_status::blown_up),
       a.t_end, reference.paths_with_violations, reference.seconds, [&] {
         double s = 0;
         for (const auto& e : nets) s += e.seconds;
@@ -642,9 +651,10 @@ command validate_command() {
     auto a = std::make_shared<validate_args>();
     a->model.model = "transformer";
     add_model_flags(sub, a->model);
-    sub.add_option("--V0", a->v0,
-                   "Initial state V0 (rows separated by ';', entries by ','); default: docs/maths.md §9.1's "
-                   "V3, diagonal (1, 1.6, 0.7), correlations 0.5, 0.3, 0.7");
+    sub.add_option(
+        "--V0", a->v0,
+        "Initial state V0 (rows separated by ';', entries by ','); default: docs/maths.md §9.1's "
+        "V3, diagonal (1, 1.6, 0.7), correlations 0.5, 0.3, 0.7");
     sub.add_option("--T", a->t_end, "Final time T = d/n")->capture_default_str();
     add_integer_list(sub, "--n", a->widths, "Network widths, strictly increasing (comma-separated)")
         ->capture_default_str();
@@ -663,16 +673,17 @@ command validate_command() {
     sub.add_option("--tail-level", a->tail_level,
                    "K': tail functional P(V11 >= K') of the stopped processes (tested)")
         ->capture_default_str();
-    sub.add_option("--unstopped-tail-level", a->unstopped_level,
-                   "K'': tail P(max_a V^aa_T >= K'') of the unstopped processes (reported, not tested)")
+    sub.add_option(
+           "--unstopped-tail-level", a->unstopped_level,
+           "K'': tail P(max_a V^aa_T >= K'') of the unstopped processes (reported, not tested)")
         ->capture_default_str();
     sub.add_option("--nk", a->n_k, "Key dimension n_k of the networks (0: n_k = n)")
         ->transform(decimal_integer)
         ->check(CLI::Range(0, 1 << 30))
         ->capture_default_str();
     a->sampler_option = sub.add_option("--sampler", a->sampler, "Finite-network sampler")
-        ->check(CLI::IsMember({"reduced", "literal"}))
-        ->capture_default_str();
+                            ->check(CLI::IsMember({"reduced", "literal"}))
+                            ->capture_default_str();
     sub.add_option("--variants", a->variants,
                    "Wrong SDEs for the power check: auto (vpv and no-attention for attention-type "
                    "models), none, or a list of vpv, no-attention-noise, no-attention")
@@ -689,8 +700,9 @@ command validate_command() {
     sub.add_option("--format", a->format, "Output")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
-    sub.add_flag("--check", a->check,
-                 "Exit 1 unless the right SDE is not rejected at the largest n and every wrong SDE is");
+    sub.add_flag(
+        "--check", a->check,
+        "Exit 1 unless the right SDE is not rejected at the largest n and every wrong SDE is");
     return [a]() { return run_validate_command(*a); };
   };
   return c;

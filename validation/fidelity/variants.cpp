@@ -19,10 +19,14 @@ sde_variant parse_variant(std::string_view text, std::string_view flag) {
 
 std::string_view to_string(sde_variant v) {
   switch (v) {
-    case sde_variant::correct: return "correct";
-    case sde_variant::vpv: return "vpv";
-    case sde_variant::no_attention_noise: return "no-attention-noise";
-    case sde_variant::no_attention: return "no-attention";
+    case sde_variant::correct:
+      return "correct";
+    case sde_variant::vpv:
+      return "vpv";
+    case sde_variant::no_attention_noise:
+      return "no-attention-noise";
+    case sde_variant::no_attention:
+      return "no-attention";
   }
   return "?";
 }

@@ -23,17 +23,34 @@ struct parameter_flag {
   std::string_view flag;
 };
 constexpr parameter_flag parameter_flags[] = {
-    {"c_plus", "--c-plus"},          {"c_minus", "--c-minus"}, {"gamma2", "--gamma2"},
-    {"hidden_ratio", "--hidden-ratio"}, {"tau0", "--tau0"},     {"heads", "--heads"},
-    {"output_projection", "--output-projection"},               {"causal", "--causal"},
+    {"c_plus", "--c-plus"},
+    {"c_minus", "--c-minus"},
+    {"gamma2", "--gamma2"},
+    {"hidden_ratio", "--hidden-ratio"},
+    {"tau0", "--tau0"},
+    {"heads", "--heads"},
+    {"output_projection", "--output-projection"},
+    {"causal", "--causal"},
     // The finite networks' own parameters (sample_networks, literal_network, reduced_network).
-    {"n", "--n"}, {"d", "--d"}, {"n_k", "--nk"}, {"form", "--attention"}, {"V0", "--V0"},
-    {"networks", "--networks"}, {"threads", "--threads"}, {"stop_level", "--stop-level"},
+    {"n", "--n"},
+    {"d", "--d"},
+    {"n_k", "--nk"},
+    {"form", "--attention"},
+    {"V0", "--V0"},
+    {"networks", "--networks"},
+    {"threads", "--threads"},
+    {"stop_level", "--stop-level"},
     // The integrator's and the ensembles' (integrate_options, step_grid, ensemble_options).
-    {"dt", "--dt"}, {"T", "--T"}, {"blowup_threshold", "--blowup-threshold"}, {"paths", "--paths"},
+    {"dt", "--dt"},
+    {"T", "--T"},
+    {"blowup_threshold", "--blowup-threshold"},
+    {"paths", "--paths"},
     // ncsde validate's (validate_command.cpp, variants.hpp).
-    {"tail_level", "--tail-level"}, {"unstopped_tail_level", "--unstopped-tail-level"},
-    {"alpha", "--alpha"}, {"variant", "--variants"}, {"sampler", "--sampler"},
+    {"tail_level", "--tail-level"},
+    {"unstopped_tail_level", "--unstopped-tail-level"},
+    {"alpha", "--alpha"},
+    {"variant", "--variants"},
+    {"sampler", "--sampler"},
 };
 
 /// The flag of the parameter a "<where>: <param> must be ..." message names, or "" when none does.
@@ -70,8 +87,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   std::size_t start = 0;
   for (;;) {
     const std::size_t pos = s.find(sep, start);
-    pieces.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos
-                                                                   : pos - start));
+    pieces.push_back(
+        s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
     if (pos == std::string_view::npos) return pieces;
     start = pos + 1;
   }
@@ -199,8 +216,9 @@ matrix parse_matrix(std::string_view text, std::string_view flag) {
       const auto [ptr, ec] = std::from_chars(begin, end, x);
       if (entry.empty() || (plus && begin != end && *begin == '-') || ec != std::errc() ||
           ptr != end || !std::isfinite(x))
-        matrix_error(flag, text,
-                     fmt::format("entry ({}, {}) '{}' is not a finite number", a + 1, b + 1, entry));
+        matrix_error(
+            flag, text,
+            fmt::format("entry ({}, {}) '{}' is not a finite number", a + 1, b + 1, entry));
       entries_read.push_back(x);
     }
   }
@@ -240,11 +258,13 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
       ->transform(decimal_integer)
       ->check(CLI::Range(1LL, 1'000'000'000LL))
       ->capture_default_str();
-  flags.sampler_option = sub.add_option("--sampler", flags.sampler,
-                 "literal: explicit n×n weights (docs/maths.md §2); reduced: the exact-in-law V-chain "
-                 "without weights (docs/maths.md §7), same law, O(m³ + m²·r·n) per layer")
-      ->check(CLI::IsMember({"literal", "reduced"}))
-      ->capture_default_str();
+  flags.sampler_option =
+      sub.add_option(
+             "--sampler", flags.sampler,
+             "literal: explicit n×n weights (docs/maths.md §2); reduced: the exact-in-law V-chain "
+             "without weights (docs/maths.md §7), same law, O(m³ + m²·r·n) per layer")
+          ->check(CLI::IsMember({"literal", "reduced"}))
+          ->capture_default_str();
   sub.add_option("--seed", flags.seed, "Seed of the (seed, network) random streams")
       ->transform(non_negative_integer)
       ->capture_default_str();

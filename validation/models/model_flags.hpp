@@ -20,8 +20,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "ncsde/concepts.hpp"
@@ -115,7 +115,6 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size);
 /// outlive the parse). Rules on the values (range, order) are the command's.
 CLI::Option* add_integer_list(CLI::App& sub, const std::string& name, std::vector<int>& values,
                               const std::string& description);
-
 
 /// A finite-network sampler of any kind and model (docs/maths.md §2 literal weights, §7 reduced in
 /// law, or a registered model's own), behind the registry's type-erased handle.

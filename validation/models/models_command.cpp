@@ -18,10 +18,14 @@ namespace {
 
 std::string_view kind_text(models::parameter_kind k) {
   switch (k) {
-    case models::parameter_kind::real: return "real";
-    case models::parameter_kind::integer: return "integer";
-    case models::parameter_kind::flag: return "flag";
-    case models::parameter_kind::choice: return "choice";
+    case models::parameter_kind::real:
+      return "real";
+    case models::parameter_kind::integer:
+      return "integer";
+    case models::parameter_kind::flag:
+      return "flag";
+    case models::parameter_kind::choice:
+      return "choice";
   }
   return "?";
 }
@@ -79,7 +83,8 @@ std::string models_json() {
 command models_command() {
   command c;
   c.name = "models";
-  c.description = "List the registered models (what --model accepts), their parameters and samplers";
+  c.description =
+      "List the registered models (what --model accepts), their parameters and samplers";
   c.setup = [](CLI::App& sub) -> std::function<int()> {
     auto format = std::make_shared<std::string>("table");
     sub.add_option("--format", *format, "Output format")

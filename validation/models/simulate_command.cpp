@@ -18,8 +18,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,7 +68,9 @@ int run_simulate_command(const simulate_args& a) {
   if (std::isfinite(a.stop_level)) {
     // Stopped process (docs/maths.md §8.1): status stopped at the first step with max_a V^{aa} > K.
     const double level = a.stop_level;
-    iopt.stop_condition = [level](const matrix& v, double) { return v.diagonal().maxCoeff() > level; };
+    iopt.stop_condition = [level](const matrix& v, double) {
+      return v.diagonal().maxCoeff() > level;
+    };
   }
 
   ensemble_options eopt;

@@ -184,8 +184,8 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
   // The run's size (limits.hpp): two ensembles, kept at once, each V at every recorded depth.
   try {
     const bool literal = a.net.sampler == "literal";
-    check_network_work(a.model, literal, m, a.net.n, a.net.key_dimension(), a.net.networks,
-                       a.net.d, 2);
+    check_network_work(a.model, literal, m, a.net.n, a.net.key_dimension(), a.net.networks, a.net.d,
+                       2);
     check_network_memory(a.model, a.net, literal, m, opt.depths.size(), 2, 16.0);
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
@@ -281,16 +281,18 @@ command rank_collapse_command() {
     a->net.networks = 200;
     add_model_flags(sub, a->model);
     add_network_flags(sub, a->net, /*require_size=*/false);
-    sub.add_option("--V0", a->v0,
-                   "Initial covariance V0 (m >= 2), rows separated by ';', entries by ','; "
-                   "default: the docs/maths.md §9.1 reference state V3 (diag 1, 1.6, 0.7; rho12 = 0.5, "
-                   "rho13 = 0.3, rho23 = 0.7)")
+    sub.add_option(
+           "--V0", a->v0,
+           "Initial covariance V0 (m >= 2), rows separated by ';', entries by ','; "
+           "default: the docs/maths.md §9.1 reference state V3 (diag 1, 1.6, 0.7; rho12 = 0.5, "
+           "rho13 = 0.3, rho23 = 0.7)")
         ->capture_default_str();
     sub.add_option("--out", a->out, "Write the table as CSV (one row per depth) to this file");
     sub.add_option("--plots", a->plots,
                    "Write rank_collapse.csv and rank_collapse.png into this directory");
     sub.footer(
-        "Defaults: the docs/maths.md §9.1 path-test parameters (attention, gamma2 = 1/2, tau0 = 1, V0 = "
+        "Defaults: the docs/maths.md §9.1 path-test parameters (attention, gamma2 = 1/2, tau0 = 1, "
+        "V0 = "
         "V3), n = 128, d = 512 (T = 4). gamma2 = 1/2 keeps a residual stream in both forms, so "
         "the comparison is about the attention matrix alone. Unshaped softmax attention is "
         "row-stochastic with O(1) logits: each layer keeps about lambda^2 = 1/2 of the tokens' "

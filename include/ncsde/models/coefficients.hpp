@@ -157,20 +157,20 @@ void noise_causal(const square_matrix<M>& l, const square_matrix<M>& v, const sq
 
 // EXTERN is `extern` or nothing, a keyword that cannot be parenthesised.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define NCSDE_MODELS_KERNELS(EXTERN, M)                                                          \
-  EXTERN template void b_relu<M>(const square_matrix<M>&, double, double, square_matrix<M>&);   \
-  EXTERN template void b_att<M>(const square_matrix<M>&, double, square_matrix<M>&,             \
-                                coefficient_workspace<M>&);                                     \
-  EXTERN template void b_causal<M>(const square_matrix<M>&, double, square_matrix<M>&,          \
-                                   coefficient_workspace<M>&);                                  \
-  EXTERN template void noise_lin<M>(const square_matrix<M>&, const square_ref<M>&,              \
-                                    square_matrix<M>&, coefficient_workspace<M>&);              \
-  EXTERN template void noise_att<M>(const square_matrix<M>&, const square_matrix<M>&,           \
-                                    const square_ref<M>&, double, square_matrix<M>&,            \
-                                    coefficient_workspace<M>&);                                 \
-  EXTERN template void noise_causal<M>(const square_matrix<M>&, const square_matrix<M>&,        \
-                                       const square_ref<M>&, double, square_matrix<M>&,         \
-                                       coefficient_workspace<M>&);                              \
+#define NCSDE_MODELS_KERNELS(EXTERN, M)                                                       \
+  EXTERN template void b_relu<M>(const square_matrix<M>&, double, double, square_matrix<M>&); \
+  EXTERN template void b_att<M>(const square_matrix<M>&, double, square_matrix<M>&,           \
+                                coefficient_workspace<M>&);                                   \
+  EXTERN template void b_causal<M>(const square_matrix<M>&, double, square_matrix<M>&,        \
+                                   coefficient_workspace<M>&);                                \
+  EXTERN template void noise_lin<M>(const square_matrix<M>&, const square_ref<M>&,            \
+                                    square_matrix<M>&, coefficient_workspace<M>&);            \
+  EXTERN template void noise_att<M>(const square_matrix<M>&, const square_matrix<M>&,         \
+                                    const square_ref<M>&, double, square_matrix<M>&,          \
+                                    coefficient_workspace<M>&);                               \
+  EXTERN template void noise_causal<M>(const square_matrix<M>&, const square_matrix<M>&,      \
+                                       const square_ref<M>&, double, square_matrix<M>&,       \
+                                       coefficient_workspace<M>&);                            \
   EXTERN template class basic_psd_factor<M>;
 // NOLINTEND(bugprone-macro-parentheses)
 NCSDE_MODELS_KERNELS(extern, 2)

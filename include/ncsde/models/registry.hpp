@@ -39,8 +39,8 @@
 #include "ncsde/models/stopped_sample.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/sample.hpp"
-#include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/schemes.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
 
 namespace ncsde::models {
@@ -98,7 +98,6 @@ class parameter_values {
   const parameter_value& at(std::string_view name) const;
   std::map<std::string, parameter_value, std::less<>> m_values;
 };
-
 
 /// A model's SDE made from parameter values, behind a type-erased handle (cheap to copy; copies
 /// share the SDE, whose workspaces make concurrent calls of drift/covariance on one handle unsafe;
@@ -199,7 +198,7 @@ class network_instance {
 
 /// One finite-network sampler of a model.
 struct network_sampler_entry {
-  std::string name;         ///< "literal", "reduced", …
+  std::string name;  ///< "literal", "reduced", …
   std::string description;
   std::function<network_instance(const parameter_values&, const network_request&)> make;
 };
@@ -301,9 +300,10 @@ struct model_instance::holder final : model_instance::interface {
                                const integrate_options& iopt,
                                const ensemble_options& eopt) const override {
     const problem<S> prob{sde, v0, t_end};
-    return builtin_schemes::visit(find_scheme(scheme, "model_instance: scheme"), [&]<class St>(std::type_identity<St>) {
-      return ncsde::run_ensemble(St{}, prob, iopt, eopt);
-    });
+    return builtin_schemes::visit(find_scheme(scheme, "model_instance: scheme"),
+                                  [&]<class St>(std::type_identity<St>) {
+                                    return ncsde::run_ensemble(St{}, prob, iopt, eopt);
+                                  });
   }
   sde_sample sample_sde(const matrix& v0, const sde_sample_options& opt) const override {
     return models::sample_sde(sde, v0, opt);

@@ -20,8 +20,8 @@
 #include "ncsde/ensemble.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/models/coefficients.hpp"
-#include "ncsde/state_space.hpp"
 #include "ncsde/schemes.hpp"
+#include "ncsde/state_space.hpp"
 
 namespace ncsde::models {
 
@@ -97,7 +97,8 @@ class covariance_sde {
   /// diffusion on compile-time-sized states (see the fixed-size drift).
   template <int M>
     requires is_fixed_size<M>
-  void diffusion(const square_matrix<M>& v, const vector& xi, square_matrix<M>& out, double t) const;
+  void diffusion(const square_matrix<M>& v, const vector& xi, square_matrix<M>& out,
+                 double t) const;
   /// Keeps the engine's Cholesky factor of V for the next diffusion at V (SdeWithCholeskyHint): the
   /// noise map then skips its own factorisation; results are the same bits.
   void use_cholesky(const matrix& v, const matrix& l) const;

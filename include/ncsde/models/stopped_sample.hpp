@@ -29,24 +29,24 @@ namespace ncsde::models {
 struct sde_sample_options {
   double t_end = 1.0;
   double dt = 1.0 / 1024;
-  std::vector<int> widths;            ///< grids k/n to monitor; 1/(n·dt) must be an integer
-  double stop_level = 5.0;            ///< K
+  std::vector<int> widths;  ///< grids k/n to monitor; 1/(n·dt) must be an integer
+  double stop_level = 5.0;  ///< K
   double blowup_threshold = 1e6;
   pd_policy policy = pd_policy::project;
   long long paths = 1000;
   std::uint64_t seed = 1;
   int threads = 0;
-  int kept_paths = 0;                 ///< paths (0..kept_paths−1) whose V is kept at save_times
+  int kept_paths = 0;  ///< paths (0..kept_paths−1) whose V is kept at save_times
   std::vector<double> save_times;
 };
 
 /// One sample of stopped processes: per path its status, and the upper triangle of V_{T∧τ}.
 struct stopped_sample {
-  std::vector<path_status> status;    ///< completed, stopped (level passed), blown_up
-  std::vector<vector> packed;         ///< V_{T∧τ} (non-finite entries when blown_up)
-  long long stopped() const;          ///< stopped + blown_up
-  double fraction() const;            ///< stopped()/size
-  double fraction_stderr() const;     ///< √(p(1 − p)/N)
+  std::vector<path_status> status;  ///< completed, stopped (level passed), blown_up
+  std::vector<vector> packed;       ///< V_{T∧τ} (non-finite entries when blown_up)
+  long long stopped() const;        ///< stopped + blown_up
+  double fraction() const;          ///< stopped()/size
+  double fraction_stderr() const;   ///< √(p(1 − p)/N)
   /// f(V_{T∧τ}) per path; +inf for blown-up paths.
   std::vector<double> values(const functional& f, int m) const;
 };
@@ -54,9 +54,9 @@ struct stopped_sample {
 struct sde_sample {
   int m = 0;
   std::vector<int> widths;
-  std::vector<stopped_sample> by_width;  ///< stopped at τ_n on the grid k/n, one per widths[i]
-  stopped_sample unstopped;              ///< V_T with blow-up (status blown_up) at 1e6
-  std::vector<std::vector<vector>> kept; ///< [path][save] packed V of the first kept_paths paths
+  std::vector<stopped_sample> by_width;   ///< stopped at τ_n on the grid k/n, one per widths[i]
+  stopped_sample unstopped;               ///< V_T with blow-up (status blown_up) at 1e6
+  std::vector<std::vector<vector>> kept;  ///< [path][save] packed V of the first kept_paths paths
   pd_counters pd;
   long long paths_with_violations = 0;
   double seconds = 0.0;
@@ -77,7 +77,7 @@ struct grid_tracker {
   double t0 = 0.0, dt = 1.0, level = 0.0;
   std::vector<long long> steps_per_layer;  ///< 1/(n dt) per width
   std::vector<char> passed;
-  std::vector<vector>* values = nullptr;   ///< V at the passage, per width
+  std::vector<vector>* values = nullptr;  ///< V at the passage, per width
 };
 
 struct grid_observer {
@@ -128,8 +128,8 @@ struct sde_sample_worker {
     tracker.values = &at_pass;  // the worker may have moved since the last path
     integrate_options path_opt = iopt;
     if (p < opt.kept_paths) path_opt.save_times = opt.save_times;
-    const path_result r = integrate(stepper, local, path_opt, opt.seed, static_cast<std::uint64_t>(p),
-                                    grid_observer{&tracker});
+    const path_result r = integrate(stepper, local, path_opt, opt.seed,
+                                    static_cast<std::uint64_t>(p), grid_observer{&tracker});
     block.pd += r.pd;
     if (r.pd.violations > 0) ++block.with_violations;
     const bool blown = r.status == path_status::blown_up;
@@ -196,20 +196,26 @@ sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& 
   xopt.threads = opt.threads;
   xopt.block_size = 16;
   xopt.progress = progress_mode::off;
-  out.seconds = execute(
-                    path_range{0, opt.paths}, xopt,
-                    [&] {
-                      worker w{opt, iopt, out, {}, problem<S>{prob.sde, prob.v0, prob.t_end},
-                               std::vector<vector>(widths, vector(K)), {}};
-                      w.tracker = detail::grid_tracker{0.0, opt.dt, opt.stop_level, per_layer,
-                                                       std::vector<char>(widths, 0), nullptr};
-                      return w;
-                    },
-                    [&](const block_info&, counters&& c) {
-                      total.pd += c.pd;
-                      total.with_violations += c.with_violations;
-                    })
-                    .seconds;
+  out.seconds =
+      execute(
+          path_range{0, opt.paths}, xopt,
+          [&] {
+            worker w{opt,
+                     iopt,
+                     out,
+                     {},
+                     problem<S>{prob.sde, prob.v0, prob.t_end},
+                     std::vector<vector>(widths, vector(K)),
+                     {}};
+            w.tracker = detail::grid_tracker{
+                0.0, opt.dt, opt.stop_level, per_layer, std::vector<char>(widths, 0), nullptr};
+            return w;
+          },
+          [&](const block_info&, counters&& c) {
+            total.pd += c.pd;
+            total.with_violations += c.with_violations;
+          })
+          .seconds;
   const pd_counters& pd = total.pd;
   const long long with_violations = total.with_violations;
   out.pd = pd;

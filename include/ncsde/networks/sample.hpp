@@ -43,7 +43,7 @@ concept network_sampler = requires(const N& net, typename N::state& s, const mat
 struct network_options {
   std::uint64_t seed = 1;
   long long networks = 1000;
-  int threads = 0;                 ///< 0: all hardware threads
+  int threads = 0;  ///< 0: all hardware threads
   /// Layers at which V is recorded: strictly increasing, in [0, d]. Empty: {d} only. Networks run
   /// to depths.back() (later layers cannot change what is recorded).
   std::vector<int> depths;

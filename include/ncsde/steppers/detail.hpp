@@ -15,19 +15,19 @@ namespace ncsde::detail {
 /// time. (A step that ends past blowup_threshold stops the path as blown_up before the coefficients
 /// see that state.)
 struct non_finite_coefficient {
-  std::string_view which;                    ///< "drift", "noise map" or "noise map derivative"
+  std::string_view which;                   ///< "drift", "noise map" or "noise map derivative"
   std::string what = "a non-finite value";  ///< what was wrong with it
 };
 
 /// "a <rows>x<cols> matrix for a <state_rows>x<state_cols> state".
-std::string shape_mismatch(long long rows, long long cols, long long state_rows, long long state_cols);
+std::string shape_mismatch(long long rows, long long cols, long long state_rows,
+                           long long state_cols);
 
 /// Checks a coefficient's output x against the state v: same shape, every entry finite.
 template <class State>
 inline void require_finite(const State& x, const State& v, std::string_view which) {
   if (x.rows() != v.rows() || x.cols() != v.cols())
-    throw non_finite_coefficient{
-        which, shape_mismatch(x.rows(), x.cols(), v.rows(), v.cols())};
+    throw non_finite_coefficient{which, shape_mismatch(x.rows(), x.cols(), v.rows(), v.cols())};
   if (!x.allFinite()) throw non_finite_coefficient{which};
 }
 
@@ -35,8 +35,7 @@ inline void require_finite(const State& x, const State& v, std::string_view whic
 template <class S, class State>
 inline void require_noise_dimension(const S& sde, const State& v, int k, std::string_view where) {
   const int expected = sde.noise_dimension(static_cast<int>(v.rows()));
-  if (k != expected)
-    ncsde_noise_dimension_error(where, k, expected, static_cast<int>(v.rows()));
+  if (k != expected) ncsde_noise_dimension_error(where, k, expected, static_cast<int>(v.rows()));
 }
 
 template <class State>

@@ -190,7 +190,8 @@ class milstein_commutative : public detail::milstein_base<State, true> {
 
   milstein_commutative() = default;
   /// A stepper forming the derivative term by `form`.
-  explicit milstein_commutative(milstein_derivative form) : detail::milstein_base<State, true>(form) {}
+  explicit milstein_commutative(milstein_derivative form)
+      : detail::milstein_base<State, true>(form) {}
   /// The same scheme and options on another state type (what rebinding uses).
   template <class OtherState>
   explicit milstein_commutative(const milstein_commutative<OtherState>& other)
