@@ -3,7 +3,8 @@
 # command-line tests, tests/cli, with its standard library only).
 #   scripts/install-deps.sh               the build, the tests and the plots
 #   scripts/install-deps.sh --sanitizers  also Clang and its sanitizer and libFuzzer runtimes, for
-#                                         scripts/test_sanitizers.sh (the fuzz preset)
+#                                         scripts/test_sanitizers.sh (the fuzz preset), and
+#                                         clang-format-16 for its layout check (scripts/format.sh)
 # Non-interactive and idempotent: a no-op when everything is present.
 set -euo pipefail
 
@@ -15,7 +16,7 @@ packages=(
 )
 case "${1:-}" in
   "") ;;
-  --sanitizers) packages+=(clang libclang-rt-14-dev) ;;
+  --sanitizers) packages+=(clang libclang-rt-14-dev clang-format-16) ;;
   *) echo "usage: $0 [--sanitizers]" >&2; exit 2 ;;
 esac
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The sanitizer part of CI (.ci/run runs it after scripts/test.sh). Runnable from any directory.
 #
+#  0. The layout check: scripts/format.sh --check (clang-format 16 against .clang-format) fails
+#     when a C++ file is not laid out as the tree's style says.
 #  1. The asan preset (GCC, address + undefined-behaviour sanitizers, leak detection) in
 #     build-asan/: builds the C++ unit test programs only (build preset asan-unit: no benchmarks,
 #     no ncsde program) and runs them (test preset asan-unit): every `unit` test except
@@ -27,6 +29,7 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 bash scripts/install-deps.sh --sanitizers
+CLANG_FORMAT=clang-format-16 bash scripts/format.sh --check
 
 start=$SECONDS
 cmake --preset asan
