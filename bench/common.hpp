@@ -5,65 +5,70 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/models/registry.hpp"
 #include "ncsde/models/shaped.hpp"
 
 namespace ncsde::bench {
 
-/// The five SDEs of the suite: the four architectures of models/shaped.hpp and causal attention.
-enum class model_id { mlp, resnet, attention, transformer, causal };
+/// A benchmarked model: an entry of the model registry (models::registry()) with parameter values
+/// over its defaults, under a label used in benchmark names and tables. The benchmarks build every
+/// SDE through the registry, as `ncsde simulate` does; the operation counts of the hardware bound
+/// (models.cpp, networks.cpp) are per architecture, read from the SDE built.
+struct bench_model {
+  std::string label;
+  std::string model;               ///< the registry name
+  models::parameter_values given;  ///< values over the entry's defaults
 
-inline constexpr model_id all_models[] = {model_id::mlp, model_id::resnet, model_id::attention,
-                                          model_id::transformer, model_id::causal};
-
-/// The model's name in benchmark names and tables.
-inline const char* model_name(model_id id) {
-  switch (id) {
-    case model_id::mlp:
-      return "mlp";
-    case model_id::resnet:
-      return "resnet";
-    case model_id::attention:
-      return "attention";
-    case model_id::transformer:
-      return "transformer";
-    case model_id::causal:
-      return "causal";
+  /// The SDE, as the registry builds it (complete(given), the model's own checks).
+  models::model_instance instance() const { return models::registry().at(model).make(given); }
+  /// The concrete covariance SDE (the registry's built-in architectures), for the templated
+  /// benchmarks that step the concrete type; throws std::logic_error for another SDE type.
+  models::covariance_sde sde() const {
+    const models::model_instance i = instance();
+    const auto* s = i.get<models::covariance_sde>();
+    if (s == nullptr) throw std::logic_error("bench: " + label + " is not a covariance_sde");
+    return *s;
   }
-  return "?";
+};
+
+/// The five SDEs of the suite: the four architectures of the registry at their defaults (c₊ = 0,
+/// c₋ = −2, γ² = 1/2, r = 1, τ₀ = 1, one head, no W^O) and causal attention (`--causal`).
+/// bench/baselines/numpy_em.py reads the parameters back from the benchmark counters, so the two
+/// sides integrate the same SDE.
+inline const std::vector<bench_model>& all_models() {
+  static const std::vector<bench_model> list = [] {
+    std::vector<bench_model> l;
+    for (const char* name : {"mlp", "resnet", "attention", "transformer"})
+      l.push_back({name, name, {}});
+    bench_model causal{"causal", "attention", {}};
+    causal.given.set("causal", true);
+    l.push_back(std::move(causal));
+    return l;
+  }();
+  return list;
 }
 
-/// The architecture behind a model id (causal is attention with the causal mask).
-inline models::architecture model_architecture(model_id id) {
-  switch (id) {
-    case model_id::mlp:
-      return models::architecture::mlp;
-    case model_id::resnet:
-      return models::architecture::resnet;
-    case model_id::attention:
-    case model_id::causal:
-      return models::architecture::attention;
-    case model_id::transformer:
-      return models::architecture::transformer;
-  }
-  return models::architecture::mlp;
+/// The entry of all_models() labelled `label`.
+inline const bench_model& find_model(std::string_view label) {
+  for (const bench_model& b : all_models())
+    if (b.label == label) return b;
+  throw std::logic_error("bench: no model labelled " + std::string(label));
 }
 
-/// Parameters of every benchmarked model: the library defaults (c₊ = 0, c₋ = −2, γ² = 1/2, r = 1,
-/// τ₀ = 1, one head, no W^O), plus the causal mask for `causal`. bench/baselines/numpy_em.py reads
-/// them back from the benchmark counters, so the two sides integrate the same SDE.
-inline models::shaped_params model_params(model_id id) {
-  models::shaped_params p;
-  p.causal = id == model_id::causal;
-  return p;
+/// True when the SDE has the ReLU-type (MLP) drift and linear noise: mlp, resnet, transformer.
+inline bool has_relu_part(const models::covariance_sde& s) {
+  return s.arch() != models::architecture::attention;
 }
-
-/// The covariance SDE of a model with model_params(id).
-inline models::covariance_sde make_sde(model_id id) {
-  return models::covariance_sde(model_architecture(id), model_params(id));
+/// True when the SDE has the attention drift and noise: attention (causal or not), transformer.
+inline bool has_attention_part(const models::covariance_sde& s) {
+  return s.arch() == models::architecture::attention ||
+         s.arch() == models::architecture::transformer;
 }
 
 /// Time step of the SDE paths set against width-256 networks: the layer step 1/n, n = 256.

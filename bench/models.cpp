@@ -8,6 +8,9 @@
 //  - ensemble/em/<model>/m:<m>/threads:<t>: run_ensemble throughput on 1 and 2 threads; the
 //    threads:1 runs are also ncsde's side of the numpy comparison (baselines/numpy_em.py reads
 //    their counters: paths, steps, dt and the model's parameters).
+//  - registry/em/<model>/m:4: an ensemble of every model of the model registry through its
+//    type-erased handle (shaped-tanh included); items/s = path-steps/s.
+// The models are built through the model registry (common.hpp, bench_model).
 // Ratios, never absolute times, are the result (the machines are noisy); nothing asserts a time.
 //   build/bench/ncsde_bench_models [--quick] --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
@@ -66,22 +69,22 @@ struct op_count {
   double acos = 0.0;
 };
 
-op_count em_step_count(model_id id, int m) {
+op_count em_step_count(const models::covariance_sde& sde, int m) {
   const double m2 = double(m) * m, m3 = m2 * m;
+  const bool causal = sde.params().causal;
   op_count c;
-  c.normals = make_sde(id).noise_dimension(m);
+  c.normals = sde.noise_dimension(m);
   c.gemm_flops = m3 / 3.0 + 4.0 * m3;
   c.elementwise_flops = 3.0 * m2 + 3.0 * m2;  // N_lin, update
-  const bool relu = id == model_id::mlp || id == model_id::resnet || id == model_id::transformer;
-  if (relu) {
+  if (has_relu_part(sde)) {
     c.elementwise_flops += 9.0 * m2;
     c.acos = m * (m - 1) / 2.0;
   }
-  if (id == model_id::attention || id == model_id::transformer) {
+  if (has_attention_part(sde) && !causal) {
     c.gemm_flops += 6.0 * m3;
     c.elementwise_flops += 6.0 * m2 + 17.0 * m2;
   }
-  if (id == model_id::causal) {
+  if (has_attention_part(sde) && causal) {
     c.gemm_flops += 6.0 * m3 + 2.0 * m3;
     c.elementwise_flops += 5.0 * m2 + 25.0 * m2;
   }
@@ -151,17 +154,17 @@ void path_step(benchmark::State& state, const S& sde, int m, int steps) {
 /// path_step/<scheme>/{structured,dense}/<model>/m:<m> for every registry scheme, in registry
 /// order; the structured EM steps also carry the bound's operation count.
 void register_path_steps() {
-  for (const model_id id : all_models)
+  for (const bench_model& model : all_models())
     for (const int m : sizes) {
-      const std::string tail = std::string(model_name(id)) + "/m:" + std::to_string(m);
-      const models::covariance_sde sde = make_sde(id);
+      const std::string tail = model.label + "/m:" + std::to_string(m);
+      const models::covariance_sde sde = model.sde();
       const dense_covariance_noise<models::covariance_sde> dense(sde);
       builtin_schemes::for_each([&]<class St>(std::type_identity<St>) {
         constexpr scheme_descriptor d = describe<St>();
         const std::string head = "path_step/" + std::string(d.name) + "/";
         if (m <= size_cap(d, noise::structured)) {
           const int steps = path_steps(d, noise::structured, m);
-          const op_count c = em_step_count(id, m);
+          const op_count c = em_step_count(sde, m);
           benchmark::RegisterBenchmark((head + "structured/" + tail).c_str(),
                                        [=](benchmark::State& st) {
                                          path_step<St>(st, sde, m, steps);
@@ -295,9 +298,9 @@ void register_rates() {
 /// (the speed-up), cpu_time the CPU time of the whole process (all threads: the numpy comparison,
 /// which a loaded machine distorts less). The horizon (T = 1/4 for 256 steps) keeps blow-up rare:
 /// under 0.5% of transformer paths, none with attention.
-void ensemble(benchmark::State& state, model_id id, int m, int threads, long long paths,
-              int steps) {
-  const problem<models::covariance_sde> prob{make_sde(id), initial_state(m), steps * path_dt};
+void ensemble(benchmark::State& state, const bench_model& model, int m, int threads,
+              long long paths, int steps) {
+  const problem<models::covariance_sde> prob{model.sde(), initial_state(m), steps * path_dt};
   integrate_options io;
   io.dt = path_dt;
   ensemble_options eo;
@@ -316,7 +319,7 @@ void ensemble(benchmark::State& state, model_id id, int m, int threads, long lon
   state.SetItemsProcessed(taken);
   state.counters["path_steps_per_iteration"] =
       static_cast<double>(taken) / static_cast<double>(state.iterations());
-  const models::shaped_params p = model_params(id);
+  const models::shaped_params& p = prob.sde.params();
   state.counters["m"] = m;
   state.counters["threads"] = threads;
   state.counters["paths"] = static_cast<double>(paths);
@@ -334,16 +337,56 @@ void register_ensembles() {
   // 1024 paths = 16 blocks of 64: an even split over 2 threads.
   constexpr long long paths = 1024;
   const int steps = quick ? 64 : 256;
-  for (const model_id id : {model_id::attention, model_id::transformer})
+  for (const char* label : {"attention", "transformer"})
     for (const int m : {4, 16})
       for (const int threads : {1, 2})
-        benchmark::RegisterBenchmark(
-            ("ensemble/em/" + std::string(model_name(id)) + "/m:" + std::to_string(m) +
-             "/threads:" + std::to_string(threads))
-                .c_str(),
-            [=](benchmark::State& st) { ensemble(st, id, m, threads, paths, steps); })
+        benchmark::RegisterBenchmark(("ensemble/em/" + std::string(label) + "/m:" +
+                                      std::to_string(m) + "/threads:" + std::to_string(threads))
+                                         .c_str(),
+                                     [=](benchmark::State& st) {
+                                       ensemble(st, find_model(label), m, threads, paths, steps);
+                                     })
             ->UseRealTime()
             ->MeasureProcessCPUTime();
+}
+
+/// registry/em/<model>/m:4: a one-thread ensemble of every model of the registry at its defaults,
+/// run through the registry's type-erased handle (model_instance::run_ensemble with the scheme
+/// named "em", as `ncsde simulate --model <model>` runs it), so that a model registered in a few
+/// lines (shaped-tanh) is benchmarked beside the built-in ones; items/s = path-steps/s (wall
+/// time: the ensemble's worker thread runs the paths).
+void registry_ensemble(benchmark::State& state, const models::model_entry& entry, int m,
+                       int steps) {
+  const models::model_instance sde = entry.make();
+  integrate_options io;
+  io.dt = path_dt;
+  ensemble_options eo;
+  eo.seed = 1;
+  eo.paths = 256;
+  eo.threads = 1;
+  eo.progress = progress_mode::off;
+  const double t_end = steps * path_dt;
+  long long taken = 0;
+  for (auto _ : state) {
+    const ensemble_result r = sde.run_ensemble("em", initial_state(m), t_end, io, eo);
+    taken += r.completed * steps;
+    for (const double t : r.stop_times) taken += std::llround(t / path_dt);
+    for (const double t : r.explosion_times) taken += std::llround(t / path_dt);
+    benchmark::DoNotOptimize(r.terminal.mean().data());
+  }
+  state.SetItemsProcessed(taken);
+  state.counters["m"] = m;
+  state.counters["k"] = sde.noise_dimension(m);
+}
+
+void register_registry_ensembles() {
+  const int steps = quick ? 64 : 256;
+  for (const models::model_entry& entry : models::registry().entries())
+    benchmark::RegisterBenchmark(
+        ("registry/em/" + entry.name() + "/m:4").c_str(),
+        [&entry, steps](benchmark::State& st) { registry_ensemble(st, entry, 4, steps); })
+        ->UseRealTime()
+        ->MeasureProcessCPUTime();
 }
 
 }  // namespace
@@ -353,5 +396,6 @@ int main(int argc, char** argv) {
     register_rates();
     register_path_steps();
     register_ensembles();
+    register_registry_ensembles();
   });
 }

@@ -45,15 +45,16 @@ struct layer_count {
   double gemm_flops = 0.0;
 };
 
-layer_count literal_layer_count(model_id id, int m, int n) {
+layer_count literal_layer_count(const models::covariance_sde& sde, int m, int n) {
   const double md = m, nd = n, nk = 1.0, r = 1.0;
   layer_count c;
-  if (id == model_id::mlp) return {nd * nd, 2.0 * md * nd * nd};
-  if (id == model_id::resnet || id == model_id::transformer) {
+  const models::architecture arch = sde.arch();
+  if (arch == models::architecture::mlp) return {nd * nd, 2.0 * md * nd * nd};
+  if (arch == models::architecture::resnet || arch == models::architecture::transformer) {
     c.normals += 2.0 * r * nd * nd;
     c.gemm_flops += 4.0 * r * md * nd * nd;
   }
-  if (id == model_id::attention || id == model_id::transformer || id == model_id::causal) {
+  if (has_attention_part(sde)) {
     c.normals += nd * nd + 2.0 * nd * nk;
     c.gemm_flops +=
         4.0 * md * nd * nk + 2.0 * md * md * nk + 2.0 * md * nd * nd + 2.0 * md * md * nd;
@@ -113,8 +114,8 @@ void network(benchmark::State& state, const Network& net, int d) {
 }
 
 /// One Euler–Maruyama path of `steps` steps of size 1/256 per iteration (structured noise).
-void sde_path(benchmark::State& state, model_id id, int m, int steps) {
-  const problem<models::covariance_sde> prob{make_sde(id), initial_state(m), steps * dt};
+void sde_path(benchmark::State& state, const models::covariance_sde& sde, int m, int steps) {
+  const problem<models::covariance_sde> prob{sde, initial_state(m), steps * dt};
   integrate_options opt;
   opt.dt = dt;
   euler_maruyama<> stepper;
@@ -130,15 +131,16 @@ void sde_path(benchmark::State& state, model_id id, int m, int steps) {
 }
 
 void register_all() {
-  for (const model_id id : all_models) {
-    const std::string name = model_name(id);
-    const models::architecture arch = model_architecture(id);
-    const models::shaped_params p = model_params(id);
+  for (const bench_model& model : all_models()) {
+    const std::string& name = model.label;
+    const models::covariance_sde sde = model.sde();
+    const models::architecture arch = sde.arch();
+    const models::shaped_params& p = sde.params();
     for (const int n : widths) {
       const std::string tail = name + "/n:" + std::to_string(n);
       const networks::literal_network literal(arch, p, tokens, n);
       const networks::reduced_network reduced(arch, p, tokens, n);
-      const layer_count c = literal_layer_count(id, tokens, n);
+      const layer_count c = literal_layer_count(sde, tokens, n);
       benchmark::RegisterBenchmark(("layer/literal/" + tail).c_str(), [=](benchmark::State& st) {
         layer(st, literal);
         st.counters["normals"] = c.normals;
@@ -158,7 +160,7 @@ void register_all() {
     benchmark::RegisterBenchmark(("network/reduced/" + tail).c_str(),
                                  [=](benchmark::State& st) { network(st, reduced, d); });
     benchmark::RegisterBenchmark(("sde/em/" + name + "/m:4/steps:256").c_str(),
-                                 [=](benchmark::State& st) { sde_path(st, id, tokens, d); });
+                                 [=](benchmark::State& st) { sde_path(st, sde, tokens, d); });
   }
   for (const int n : widths)
     benchmark::RegisterBenchmark(("eigen/gemm_tall/m:4/n:" + std::to_string(n)).c_str(),
