@@ -65,6 +65,26 @@ strong_error_measure functional_error(functional f) {
 
 namespace detail {
 
+linear_fit fit_log_errors(const std::vector<double>& x, const std::vector<double>& errors,
+                          const std::vector<double>& errors_stderr) {
+  std::vector<double> y, sigma;
+  bool positive = true, weighted = true;
+  for (std::size_t l = 0; l < errors.size(); ++l) {
+    const double e = errors[l];
+    const double se = errors_stderr[l];
+    if (!(e > 0) || !std::isfinite(e)) positive = false;
+    if (!(se > 0) || !std::isfinite(se)) weighted = false;
+    y.push_back(std::log(e));
+    sigma.push_back(se / e);
+  }
+  if (positive) return weighted ? fit_line_weighted(x, y, sigma) : fit_line(x, y);
+  linear_fit fit;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  fit.slope = fit.slope_stderr = fit.ci_low = fit.ci_high = fit.intercept = nan;
+  fit.points = static_cast<int>(errors.size());
+  return fit;
+}
+
 convergence_plan make_convergence_plan(const std::string& name, double t0, double t_end,
                                        int first_level, int levels, long long paths,
                                        long long weak_paths, int reference_ratio, int control_ratio,
@@ -246,29 +266,199 @@ std::vector<convergence_series> summarize_convergence(
         r.errors.push_back(kind == error_kind::strong ? mean : std::abs(mean + weak_offsets[s]));
         r.errors_stderr.push_back(std::sqrt(ss / (n - 1) / n));
       }
-      std::vector<double> x, y, sigma;
-      bool positive = true, weighted = true;
-      for (int l = 0; l < plan.levels; ++l) {
-        const double e = r.errors[static_cast<std::size_t>(l)];
-        const double se = r.errors_stderr[static_cast<std::size_t>(l)];
-        if (!(e > 0) || !std::isfinite(e)) positive = false;
-        if (!(se > 0) || !std::isfinite(se)) weighted = false;
-        x.push_back(std::log(r.dts[static_cast<std::size_t>(l)]));
-        y.push_back(std::log(e));
-        sigma.push_back(se / e);
-      }
-      if (positive) {
-        r.fit = weighted ? fit_line_weighted(x, y, sigma) : fit_line(x, y);
-      } else {
-        const double nan = std::numeric_limits<double>::quiet_NaN();
-        r.fit.slope = r.fit.slope_stderr = r.fit.ci_low = r.fit.ci_high = r.fit.intercept = nan;
-        r.fit.points = plan.levels;
-      }
+      std::vector<double> x;
+      for (const double dt : r.dts) x.push_back(std::log(dt));
+      r.fit = fit_log_errors(x, r.errors, r.errors_stderr);
       r.expected = expected_order(builtin_schemes::descriptors[plan.schemes[s]], kind, noise);
       r.tolerance = kind == error_kind::strong ? opt.strong_tolerance : opt.weak_tolerance;
       r.pass = std::abs(r.fit.slope - r.expected) <= r.tolerance;
       out.push_back(std::move(r));
     }
+  }
+  return out;
+}
+
+adaptive_plan make_adaptive_plan(const std::string& name, double t0, double t_end, int first_level,
+                                 int levels, long long paths, double default_tolerance, bool exact,
+                                 bool has_weak_functional,
+                                 const adaptive_convergence_options& opt) {
+  const std::string where = "adaptive convergence (" + name + ")";
+  if (!exact)
+    throw_invalid(where,
+                  "the problem has no pathwise exact solution X(W_T): adaptive errors are measured "
+                  "against it (problems with one: gbm, hadamard, matrix-gbm)");
+  adaptive_plan plan;
+  plan.scheme = find_scheme(opt.scheme, where + ": scheme");
+  if (opt.control == step_control::fixed)
+    throw_invalid_argument(where, "step control", to_string(opt.control),
+                           "increment or doubling (the fixed ladder runs beside them anyway)");
+  plan.control = opt.control;
+  const double tol0 = opt.tolerance == 0.0 ? default_tolerance : opt.tolerance;
+  if (!(tol0 > 0) || !(tol0 <= 1))
+    throw_invalid_argument(where, "tolerance", tol0, "in (0, 1] (or 0 for the problem's default)");
+  if (opt.levels < 3 || opt.levels > 16)
+    throw_invalid_argument(where, "levels", opt.levels, "in [3, 16]");
+  for (int l = 0; l < opt.levels; ++l) plan.tolerances.push_back(std::ldexp(tol0, -l));
+  if (opt.max_depth < 1 || opt.max_depth > 50)
+    throw_invalid_argument(where, "max depth", opt.max_depth, "in [1, 50]");
+  plan.max_depth = opt.max_depth;
+  if (opt.first_level < -1 || opt.first_level > 20)
+    throw_invalid_argument(where, "first level", opt.first_level,
+                           "in [0, 20] (or -1 for the problem's default)");
+  plan.first_level = opt.first_level >= 0 ? opt.first_level : first_level;
+  if (opt.fixed_levels != 0 && (opt.fixed_levels < 2 || opt.fixed_levels > 16))
+    throw_invalid_argument(where, "fixed levels", opt.fixed_levels,
+                           "in [2, 16] (or 0 for the problem's levels)");
+  // The problem's ladder and one finer level: adaptive costs at the finest tolerances reach past
+  // the problem's finest step.
+  plan.fixed_levels = opt.fixed_levels != 0 ? opt.fixed_levels : levels + 1;
+  if (plan.first_level + plan.fixed_levels - 1 > 24)
+    throw_invalid_argument(where, "fixed steps",
+                           fmt::format("2^{}", plan.first_level + plan.fixed_levels - 1),
+                           "<= 2^24 (fewer fixed levels)");
+  if (opt.paths < 0 || opt.paths == 1)
+    throw_invalid_argument(where, "paths", opt.paths, ">= 2 (or 0 for the problem's default)");
+  plan.paths = opt.paths == 0 ? paths : opt.paths;
+  if (opt.threads < 0) throw_invalid_argument(where, "threads", opt.threads, ">= 0 (0: all cores)");
+  plan.threads = resolve_threads(opt.threads);
+  if (!opt.strong && !opt.weak) throw_invalid(where, "neither strong nor weak errors selected");
+  if (opt.weak && !has_weak_functional)
+    throw_invalid(where, "weak errors need a weak functional f");
+  plan.strong = opt.strong;
+  plan.weak = opt.weak;
+  plan.span = t_end - t0;
+  if (!(plan.span > 0) || !std::isfinite(plan.span))
+    throw_invalid_argument(where, "T - t0", plan.span, "> 0 and finite");
+  plan.grid_steps = 1LL << plan.first_level;
+  plan.grid_dt = plan.span / static_cast<double>(plan.grid_steps);
+  plan.seed = opt.seed;
+  plan.derivative = opt.derivative;
+  return plan;
+}
+
+namespace {
+
+/// log error at log cost `x` read off the fixed series (xs ascending): linear between the two
+/// levels around x, the fitted line outside them; `outside` tells which.
+double interpolate_log(const std::vector<double>& xs, const std::vector<double>& ys,
+                       const linear_fit& fit, double x, bool& outside) {
+  outside = x < xs.front() || x > xs.back();
+  if (outside) return fit.intercept - fit.slope * x;  // the fit is in log(1/cost) = −x
+  std::size_t i = 1;
+  while (i + 1 < xs.size() && xs[i] < x) ++i;
+  const double w = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);
+  return (1 - w) * ys[i - 1] + w * ys[i];
+}
+
+}  // namespace
+
+std::vector<adaptive_convergence_series> summarize_adaptive(
+    const std::string& name, noise_class noise, const adaptive_plan& plan,
+    const std::vector<double>& values, const std::string& error_measure,
+    const std::string& functional_name, double seconds) {
+  const int levels = plan.levels();
+  const std::size_t per_path = static_cast<std::size_t>(plan.values_per_path());
+  auto at = [&](long long p, int offset) {
+    return values[static_cast<std::size_t>(p) * per_path + static_cast<std::size_t>(offset)];
+  };
+  // A path with a run that did not reach T (NaN errors) is left out of every level and of the fixed
+  // series, so that all of them average over the same paths.
+  std::vector<char> included(static_cast<std::size_t>(plan.paths), 1);
+  long long failed = 0;
+  for (long long p = 0; p < plan.paths; ++p) {
+    bool ok = true;
+    for (int l = 0; l < levels; ++l) ok = ok && !std::isnan(at(p, 5 * l));
+    for (int d = 0; d < plan.fixed_levels; ++d) ok = ok && !std::isnan(at(p, 5 * levels + 2 * d));
+    if (!ok) {
+      included[static_cast<std::size_t>(p)] = 0;
+      ++failed;
+    }
+  }
+  const double n = static_cast<double>(plan.paths - failed);
+  // Mean and its standard error over the included paths, two passes in path order.
+  auto mean_stderr = [&](int offset) {
+    double sum = 0.0;
+    for (long long p = 0; p < plan.paths; ++p)
+      if (included[static_cast<std::size_t>(p)]) sum += at(p, offset);
+    const double mean = sum / n;
+    double ss = 0.0;
+    for (long long p = 0; p < plan.paths; ++p)
+      if (included[static_cast<std::size_t>(p)]) {
+        const double d = at(p, offset) - mean;
+        ss += d * d;
+      }
+    return std::pair<double, double>{mean, std::sqrt(ss / (n - 1) / n)};
+  };
+  long long unresolved = 0;
+  int deepest = 0;
+  for (long long p = 0; p < plan.paths; ++p)
+    for (int l = 0; l < levels; ++l) {
+      unresolved += static_cast<long long>(at(p, 5 * l + 3));
+      deepest = std::max(deepest, static_cast<int>(at(p, 5 * l + 4)));
+    }
+  const scheme_descriptor& scheme = builtin_schemes::descriptors[plan.scheme];
+  std::vector<adaptive_convergence_series> out;
+  for (const error_kind kind : {error_kind::strong, error_kind::weak}) {
+    if ((kind == error_kind::strong && !plan.strong) || (kind == error_kind::weak && !plan.weak))
+      continue;
+    const int k = kind == error_kind::strong ? 0 : 1;
+    adaptive_convergence_series r;
+    r.problem = name;
+    r.scheme = std::string(scheme.name);
+    r.control = plan.control;
+    r.kind = kind;
+    r.paths = plan.paths - failed;
+    r.failed_paths = failed;
+    r.seed = plan.seed;
+    r.grid_dt = plan.grid_dt;
+    r.max_depth = plan.max_depth;
+    r.tolerances = plan.tolerances;
+    r.unresolved = unresolved;
+    r.deepest = deepest;
+    if (kind == error_kind::strong)
+      r.error_measure = error_measure;
+    else
+      r.functional = functional_name;
+    r.seconds = seconds;
+    r.expected = expected_order(scheme, kind, noise);
+    // The weak samples' mean is the weak error itself (E f(X(W_T)) = E f(X_T) exactly).
+    for (int l = 0; l < levels; ++l) {
+      const auto [e, se] = mean_stderr(5 * l + k);
+      const auto [c, cse] = mean_stderr(5 * l + 2);
+      r.errors.push_back(kind == error_kind::strong ? e : std::abs(e));
+      r.errors_stderr.push_back(se);
+      r.cost.push_back(c);
+      r.cost_stderr.push_back(cse);
+    }
+    for (int d = 0; d < plan.fixed_levels; ++d) {
+      const auto [e, se] = mean_stderr(5 * levels + 2 * d + k);
+      r.fixed_errors.push_back(kind == error_kind::strong ? e : std::abs(e));
+      r.fixed_errors_stderr.push_back(se);
+      r.fixed_cost.push_back(static_cast<double>(plan.grid_steps << d));
+    }
+    std::vector<double> x, x_tol, x_fixed, log_cost_fixed, log_fixed;
+    for (int l = 0; l < levels; ++l) {
+      x.push_back(-std::log(r.cost[static_cast<std::size_t>(l)]));
+      x_tol.push_back(std::log(r.tolerances[static_cast<std::size_t>(l)]));
+    }
+    for (int d = 0; d < plan.fixed_levels; ++d) {
+      const double lc = std::log(r.fixed_cost[static_cast<std::size_t>(d)]);
+      x_fixed.push_back(-lc);
+      log_cost_fixed.push_back(lc);
+      log_fixed.push_back(std::log(r.fixed_errors[static_cast<std::size_t>(d)]));
+    }
+    r.fit = fit_log_errors(x, r.errors, r.errors_stderr);
+    r.fit_tolerance = fit_log_errors(x_tol, r.errors, r.errors_stderr);
+    r.fixed_fit = fit_log_errors(x_fixed, r.fixed_errors, r.fixed_errors_stderr);
+    for (int l = 0; l < levels; ++l) {
+      bool outside = false;
+      const double lf = interpolate_log(log_cost_fixed, log_fixed, r.fixed_fit,
+                                        std::log(r.cost[static_cast<std::size_t>(l)]), outside);
+      r.fixed_at_cost.push_back(std::exp(lf));
+      r.ratio.push_back(std::exp(lf) / r.errors[static_cast<std::size_t>(l)]);
+      r.extrapolated.push_back(outside);
+    }
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -326,6 +516,10 @@ convergence_problem<S> with_exact_solution(convergence_problem<S> cp) {
   cp.first_level = 4;
   cp.levels = 6;
   cp.paths = 10000;
+  // Adaptive study: tolerances 0.02 … 0.00125 keep every level's cost (≈ 20 … 830 steps per path
+  // with either controller) inside the fixed ladder 16 … 1024 (the problem's ladder and one level
+  // finer), and refine the grid step T/16 already at the first level.
+  cp.adaptive_tolerance = 0.02;
   cp.exact = [sde = cp.prob.sde](const matrix& x0, const Eigen::Ref<const vector>& w, double s) {
     return sde.exact(x0, w, s);
   };
@@ -499,6 +693,72 @@ std::string convergence_table(const std::vector<convergence_series>& series) {
         "{:<18} {:<21} {:<6} {:>7.3f} {:>7.3f}  [{:>6.3f}, {:>6.3f}] {:>8.2f}  {}\n", s.problem,
         s.scheme, to_string(s.kind), s.fit.slope, s.fit.slope_stderr, s.fit.ci_low, s.fit.ci_high,
         s.expected, s.pass ? "pass" : fmt::format("FAIL (|order - expected| > {})", s.tolerance));
+  }
+  return out.str();
+}
+
+std::string adaptive_convergence_json(const std::vector<adaptive_convergence_series>& series,
+                                      int indent) {
+  nlohmann::json doc = nlohmann::json::array();
+  for (const adaptive_convergence_series& s : series) {
+    nlohmann::json o;
+    o["problem"] = s.problem;
+    o["scheme"] = s.scheme;
+    o["step_control"] = std::string(to_string(s.control));
+    o["kind"] = std::string(to_string(s.kind));
+    o["tolerances"] = numbers(s.tolerances);
+    o["cost"] = numbers(s.cost);
+    o["cost_stderr"] = numbers(s.cost_stderr);
+    o["errors"] = numbers(s.errors);
+    o["errors_stderr"] = numbers(s.errors_stderr);
+    o["order"] = number(s.fit.slope);
+    o["stderr"] = number(s.fit.slope_stderr);
+    o["ci_low"] = number(s.fit.ci_low);
+    o["ci_high"] = number(s.fit.ci_high);
+    o["order_tolerance"] = number(s.fit_tolerance.slope);
+    o["order_tolerance_stderr"] = number(s.fit_tolerance.slope_stderr);
+    o["fixed_steps"] = numbers(s.fixed_cost);
+    o["fixed_errors"] = numbers(s.fixed_errors);
+    o["fixed_errors_stderr"] = numbers(s.fixed_errors_stderr);
+    o["fixed_order"] = number(s.fixed_fit.slope);
+    o["fixed_stderr"] = number(s.fixed_fit.slope_stderr);
+    o["fixed_ci_low"] = number(s.fixed_fit.ci_low);
+    o["fixed_ci_high"] = number(s.fixed_fit.ci_high);
+    o["fixed_at_cost"] = numbers(s.fixed_at_cost);
+    o["ratio"] = numbers(s.ratio);
+    nlohmann::json outside = nlohmann::json::array();
+    for (const bool b : s.extrapolated) outside.push_back(b);
+    o["extrapolated"] = std::move(outside);
+    o["expected"] = s.expected;
+    o["paths"] = s.paths;
+    o["failed_paths"] = s.failed_paths;
+    o["seed"] = s.seed;
+    o["grid_dt"] = s.grid_dt;
+    o["max_depth"] = s.max_depth;
+    o["unresolved"] = s.unresolved;
+    o["deepest"] = s.deepest;
+    o["reference"] = "exact";
+    if (!s.error_measure.empty()) o["error_measure"] = s.error_measure;
+    if (s.kind == error_kind::weak) o["functional"] = s.functional;
+    o["seconds"] = number(s.seconds);
+    doc.push_back(std::move(o));
+  }
+  return doc.dump(indent);
+}
+
+std::string adaptive_convergence_table(const std::vector<adaptive_convergence_series>& series) {
+  std::ostringstream out;
+  out << fmt::format("{:<11} {:<21} {:<9} {:<6} {:>14}  {:<17} {:>7} {:>14} {:>13} {:>6}\n",
+                     "problem", "scheme", "control", "kind", "order(cost)", "95% CI", "vs tol",
+                     "fixed order", "cost", "ratio");
+  for (const adaptive_convergence_series& s : series) {
+    out << fmt::format(
+        "{:<11} {:<21} {:<9} {:<6} {:>6.3f} ± {:<5.3f}  [{:>6.3f}, {:>6.3f}] {:>7.3f} {:>6.3f} ± "
+        "{:<5.3f} {:>6.0f}..{:<5.0f} {:>6.2f}{}\n",
+        s.problem, s.scheme, to_string(s.control), to_string(s.kind), s.fit.slope,
+        s.fit.slope_stderr, s.fit.ci_low, s.fit.ci_high, s.fit_tolerance.slope, s.fixed_fit.slope,
+        s.fixed_fit.slope_stderr, s.cost.front(), s.cost.back(), s.ratio.back(),
+        s.extrapolated.back() ? "*" : "");
   }
   return out.str();
 }

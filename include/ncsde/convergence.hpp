@@ -65,6 +65,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -147,6 +148,9 @@ struct convergence_problem {
   /// a polynomial of degree ≤ 2 in the entries of V (the martingale control variate of EM, see
   /// above).
   std::function<std::function<double(const matrix&)>(double t)> weak_value;
+  /// The first tolerance of the adaptive study (run_adaptive_convergence), in (0, 1]: chosen so
+  /// that the controllers already refine the grid step T/2^first_level at every level.
+  double adaptive_tolerance = 0.005;
 };
 
 struct convergence_options {
@@ -610,11 +614,263 @@ std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp
                                        cp.strong_error.name, reference, cp.weak.name, opt, seconds);
 }
 
+// ---- orders of the adaptive step controllers at matched cost ----
+//
+// The study of run_adaptive_convergence, on a problem with a pathwise exact solution. Path p is
+// the Brownian tree of stream (seed, p) below a grid of step dt_grid = (T − t0)/2^first_level
+// (stream_brownian, brownian.hpp): an adaptive run at any tolerance reads its pieces off that
+// tree, so W_T = the sum of the grid steps' increments whatever the tolerance, and the exact
+// solution X(W_T) is the reference of every level. Per tolerance tol_l = tol_0/2^l the run records
+// the strong error ‖X_tol(T) − X(W_T)‖_F, the weak sample f(X_tol(T)) − f(X(W_T)) (the coupled
+// control with E f(X(W_T)) = E f(X_T) exactly, so its mean is the weak error, unbiased) and the
+// cost, the pieces the controller took (path_result::steps). Beside it, on the same paths, the
+// fixed-step ladder of the problem and one level finer: the tree read at depths 0 … fixed_levels − 1
+// (tree_brownian_source), i.e. dt = dt_grid/2^d, whose cost is its number of steps.
+//
+// Order at matched cost: error ∝ cost^{−p}, p the weighted least-squares slope of log error on
+// log(1/mean cost) (fit_line_weighted, as run_convergence). For fixed steps cost ∝ 1/dt, so p is the
+// order in dt and the two are comparable. The slope of log error on log tol is reported too (how
+// the error follows the tolerance, which need not be how it follows the work). The fixed error at
+// an adaptive level's cost is interpolated linearly in log–log between the fixed levels around it
+// (the fixed fit line outside their range), and ratio = fixed error / adaptive error at that
+// cost: > 1 when the controller buys more accuracy per step than uniform steps. The cost is the
+// steps taken; the doubling controller also computes one full step per two halves, which it only
+// compares, so its work in drift and noise evaluations is 1.5× its steps.
+
+/// Options of run_adaptive_convergence; the bad ones are ncsde::invalid_argument naming them.
+struct adaptive_convergence_options {
+  std::uint64_t seed = 1;
+  long long paths = 0;                             ///< 0: the problem's default; otherwise ≥ 2
+  int threads = 0;                                 ///< 0: all hardware threads
+  std::string scheme = "em";                       ///< a registry name (schemes.hpp)
+  step_control control = step_control::increment;  ///< increment or doubling (not fixed)
+  double tolerance = 0.0;  ///< tol_0 in (0, 1]; 0: the problem's adaptive_tolerance
+  int levels = 5;          ///< number of tolerances tol_0/2^l, in [3, 16]
+  int max_depth = 40;      ///< the controller's largest number of halvings of a grid step, 1..50
+  int first_level = -1;    ///< dt_grid = (T − t0)/2^first_level; −1: the problem's first_level
+  int fixed_levels = 0;  ///< fixed steps dt_grid/2^d, d < fixed_levels; 0: the problem's levels + 1
+  bool strong = true;
+  bool weak = true;
+  milstein_derivative derivative = milstein_derivative::automatic;
+  progress_mode progress = progress_mode::automatic;
+};
+
+/// One series of the adaptive study: a scheme's strong or weak errors under one controller over the
+/// tolerances, the fixed-step errors on the same paths, and the fits (see above).
+struct adaptive_convergence_series {
+  std::string problem;
+  std::string scheme;
+  step_control control = step_control::increment;
+  error_kind kind = error_kind::strong;
+  long long paths = 0;         ///< paths the errors average over
+  long long failed_paths = 0;  ///< paths left out: some run blew up or stopped before T
+  std::uint64_t seed = 0;
+  double grid_dt = 0.0;  ///< the grid step, the largest adaptive step
+  int max_depth = 0;
+  std::vector<double> tolerances, cost, cost_stderr, errors, errors_stderr;
+  linear_fit fit;            ///< slope of log error on log(1/cost): the order at matched cost
+  linear_fit fit_tolerance;  ///< slope of log error on log tol
+  std::vector<double> fixed_cost, fixed_errors, fixed_errors_stderr;
+  linear_fit fixed_fit;  ///< slope of log error on log(1/steps) = the fixed-step order in dt
+  /// Per tolerance: the fixed-step error at that level's cost, and fixed error / adaptive error.
+  std::vector<double> fixed_at_cost, ratio;
+  std::vector<bool> extrapolated;  ///< the cost lies outside the fixed ladder's costs
+  double expected = 0.0;           ///< the scheme's fixed-step order on the problem's noise class
+  long long unresolved = 0;        ///< pieces at the depth limit (all paths and levels)
+  int deepest = 0;                 ///< deepest piece of any path and level
+  std::string error_measure, functional;
+  double seconds = 0.0;
+};
+
+namespace detail {
+
+/// Fit of log error on x with weights from the standard errors (σ = stderr/error, the standard
+/// error of log error), as run_convergence fits its series: fit_line_weighted, fit_line when some
+/// standard error is zero, NaN slope when some error is not positive.
+linear_fit fit_log_errors(const std::vector<double>& x, const std::vector<double>& errors,
+                          const std::vector<double>& errors_stderr);
+
+/// Checked and resolved options of run_adaptive_convergence.
+struct adaptive_plan {
+  std::size_t scheme = 0;
+  step_control control = step_control::increment;
+  std::vector<double> tolerances;
+  int max_depth = 40;
+  int first_level = 0;
+  int fixed_levels = 0;
+  long long grid_steps = 0;
+  double span = 0.0, grid_dt = 0.0;
+  long long paths = 0;
+  int threads = 1;
+  std::uint64_t seed = 0;
+  bool strong = true, weak = true;
+  milstein_derivative derivative = milstein_derivative::automatic;
+  int levels() const { return static_cast<int>(tolerances.size()); }
+  /// Per path: (strong, weak, cost, unresolved, deepest) per tolerance, then (strong, weak) per
+  /// fixed level.
+  int values_per_path() const { return 5 * levels() + 2 * fixed_levels; }
+};
+adaptive_plan make_adaptive_plan(const std::string& name, double t0, double t_end, int first_level,
+                                 int levels, long long paths, double default_tolerance, bool exact,
+                                 bool has_weak_functional, const adaptive_convergence_options& opt);
+
+std::vector<adaptive_convergence_series> summarize_adaptive(
+    const std::string& name, noise_class noise, const adaptive_plan& plan,
+    const std::vector<double>& values, const std::string& error_measure,
+    const std::string& functional_name, double seconds);
+
+/// One worker's SDE and stepper copies; run(p, out) fills path p's values (NaN: the path is out).
+template <class S>
+class adaptive_kernel {
+ public:
+  adaptive_kernel(const convergence_problem<S>& cp, const adaptive_plan& plan)
+      : m_cp(cp),
+        m_plan(plan),
+        m_steppers(builtin_schemes::make_tuple([&]<class St>(std::type_identity<St>) {
+          if constexpr (std::is_constructible_v<St, milstein_derivative>)
+            return St(plan.derivative);
+          else
+            return St{};
+        })) {
+    m_k = cp.prob.sde.noise_dimension(static_cast<int>(cp.prob.v0.rows()));
+    m_fixed.policy = pd_policy::count;
+    m_fixed.control = step_control::fixed;
+  }
+
+  void run(long long p, double* out) {
+    const random_stream stream(m_plan.seed, static_cast<std::uint64_t>(p));
+    const step_grid grid(m_cp.prob.t0, m_cp.prob.t_end, m_plan.grid_dt);
+    // W_T: the sum of the grid steps' increments, the roots of the tree every run reads.
+    stream_brownian roots(stream, m_k);
+    vector w = vector::Zero(m_k);
+    for (long long i = 0; i < grid.steps; ++i) {
+      roots.increment(static_cast<std::uint64_t>(i), grid.step_size(i), false, m_inc);
+      w += m_inc.dw;
+    }
+    const matrix v_ref = m_cp.exact(m_cp.prob.v0, w, m_plan.span);
+    const double f_ref = m_plan.weak ? m_cp.weak.f(v_ref) : 0.0;
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    auto record = [&](const path_result& r, double* slot) {
+      if (r.status != path_status::completed) {
+        slot[0] = slot[1] = nan;
+        return;
+      }
+      slot[0] = !m_plan.strong            ? 0.0
+                : m_cp.strong_error.error ? m_cp.strong_error.error(r.v, v_ref)
+                                          : (r.v - v_ref).norm();
+      slot[1] = m_plan.weak ? m_cp.weak.f(r.v) - f_ref : 0.0;
+    };
+    builtin_schemes::visit(m_plan.scheme, [&]<class St>(std::type_identity<St>) {
+      St& stepper = std::get<St>(m_steppers);
+      integrate_options opt = m_fixed;
+      opt.control = m_plan.control;
+      opt.max_depth = m_plan.max_depth;
+      for (int l = 0; l < m_plan.levels(); ++l) {
+        opt.tolerance = m_plan.tolerances[static_cast<std::size_t>(l)];
+        stream_brownian source(stream, m_k);
+        null_observer obs;
+        const path_result r =
+            integrate_path(stepper, m_cp.prob, m_cp.prob.v0, grid, opt, source, p, obs);
+        double* slot = out + 5 * l;
+        record(r, slot);
+        slot[2] = static_cast<double>(r.steps);
+        slot[3] = static_cast<double>(r.stepping.unresolved);
+        slot[4] = static_cast<double>(r.stepping.deepest);
+      }
+      for (int d = 0; d < m_plan.fixed_levels; ++d) {
+        tree_brownian_source source(stream, m_k, m_plan.grid_dt, d);
+        const step_grid fine(m_cp.prob.t0, m_cp.prob.t_end, source.dt());
+        null_observer obs;
+        const path_result r =
+            integrate_path(stepper, m_cp.prob, m_cp.prob.v0, fine, m_fixed, source, p, obs);
+        record(r, out + 5 * m_plan.levels() + 2 * d);
+      }
+    });
+  }
+
+ private:
+  const convergence_problem<S>& m_cp;
+  const adaptive_plan& m_plan;
+  builtin_schemes::tuple m_steppers;
+  integrate_options m_fixed;
+  noise_increment m_inc;
+  int m_k = 0;
+};
+
+template <class S>
+struct adaptive_worker {
+  using block_type = path_range;
+  adaptive_kernel<S> kernel;
+  const adaptive_plan& plan;
+  double* values;
+  path_range begin_block(const block_info& info) const { return info.range; }
+  void run_path(long long p, path_range&) { kernel.run(p, values + p * plan.values_per_path()); }
+};
+
+}  // namespace detail
+
+/// Runs the adaptive study of `cp` (see above): one series per kind asked for (strong first).
+/// Throws ncsde::invalid_argument for a problem without pathwise exact solution (or, for weak
+/// errors, without weak functional), a scheme the registry does not list, the fixed controller,
+/// tol_0 outside (0, 1], levels outside [3, 16], max_depth outside [1, 50], first_level outside
+/// [0, 20], fixed_levels outside [2, 16] (or 0), paths < 2, threads < 0. Reproducible as
+/// run_convergence: path p uses only stream (seed, p), values are summed in path order.
+template <class S>
+  requires Sde<S>
+std::vector<adaptive_convergence_series> run_adaptive_convergence(
+    const convergence_problem<S>& cp, const adaptive_convergence_options& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string where = "adaptive convergence (" + cp.name + ")";
+  const detail::adaptive_plan plan = detail::make_adaptive_plan(
+      cp.name, cp.prob.t0, cp.prob.t_end, cp.first_level, cp.levels, cp.paths,
+      cp.adaptive_tolerance, static_cast<bool>(cp.exact), static_cast<bool>(cp.weak.f), opt);
+  {
+    integrate_options count_policy, resolved;
+    count_policy.policy = pd_policy::count;
+    detail::validate_problem(where, cp.prob, count_policy, /*iterated=*/true, resolved);
+  }
+  std::vector<double> values(static_cast<std::size_t>(plan.paths) *
+                             static_cast<std::size_t>(plan.values_per_path()));
+  executor_options xopt;
+  xopt.threads = plan.threads;
+  xopt.block_size = 8;
+  xopt.progress = opt.progress;
+  xopt.label = "adaptive convergence " + cp.name;
+  execute(
+      path_range{0, plan.paths}, xopt,
+      [&] {
+        return detail::adaptive_worker<S>{detail::adaptive_kernel<S>(cp, plan), plan,
+                                          values.data()};
+      },
+      [](const block_info&, path_range&&) {});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return detail::summarize_adaptive(cp.name, cp.effective_noise(), plan, values,
+                                    cp.strong_error.name, cp.weak.name, seconds);
+}
+
+/// The series as a JSON array of objects: problem, scheme, step_control, kind, tolerances, cost,
+/// cost_stderr, errors, errors_stderr, order, stderr, ci_low, ci_high (order at matched cost),
+/// order_tolerance, order_tolerance_stderr, fixed_steps, fixed_errors, fixed_errors_stderr,
+/// fixed_order, fixed_stderr, fixed_ci_low, fixed_ci_high, fixed_at_cost, ratio, extrapolated,
+/// expected, paths, failed_paths, seed, grid_dt, max_depth, unresolved, deepest, reference,
+/// functional (weak), seconds. Non-finite numbers become null.
+std::string adaptive_convergence_json(const std::vector<adaptive_convergence_series>& series,
+                                      int indent = 2);
+
+/// The series as a text table: problem, scheme, controller, kind, order at matched cost ± stderr,
+/// its 95% CI, the slope against tol, the fixed-step order ± stderr, the costs, and the ratio fixed
+/// / adaptive error at the finest tolerance's cost.
+std::string adaptive_convergence_table(const std::vector<adaptive_convergence_series>& series);
+
 /// A study with its problem type erased: what the `ncsde convergence` command lists and runs.
 struct convergence_study {
   std::string name;
   std::string description;
   std::function<std::vector<convergence_series>(const convergence_options&)> run;
+  /// The adaptive study (run_adaptive_convergence); empty for a problem without pathwise solution.
+  std::function<std::vector<adaptive_convergence_series>(const adaptive_convergence_options&)>
+      run_adaptive;
 };
 
 template <class S>
@@ -622,9 +878,12 @@ convergence_study make_convergence_study(convergence_problem<S> cp) {
   convergence_study study;
   study.name = cp.name;
   study.description = cp.description;
-  study.run = [cp = std::move(cp)](const convergence_options& opt) {
-    return run_convergence(cp, opt);
-  };
+  auto shared = std::make_shared<const convergence_problem<S>>(std::move(cp));
+  study.run = [shared](const convergence_options& opt) { return run_convergence(*shared, opt); };
+  if (shared->exact)
+    study.run_adaptive = [shared](const adaptive_convergence_options& opt) {
+      return run_adaptive_convergence(*shared, opt);
+    };
   return study;
 }
 

@@ -4,12 +4,21 @@
  1. a small gbm run with --format json parses and every object has the documented fields, with as
     many errors as step sizes;
  2. bad command lines fail with exit code 2 and a message naming the flag and the value;
- 3. a --plots directory that cannot be created fails before the (minutes-long) run.
+ 3. a --plots directory that cannot be created fails before the (minutes-long) run;
+ 4. --step-control increment|doubling runs the adaptive study: its JSON keys, and its usage errors
+    (a problem without pathwise solution, a tolerance outside (0, 1]).
 """
 
 import unittest
 
 from cli_support import CliTestCase, is_number, main, plotting_available
+
+ADAPTIVE_FIELDS = ("problem", "scheme", "step_control", "kind", "tolerances", "cost", "cost_stderr",
+                   "errors", "errors_stderr", "order", "stderr", "ci_low", "ci_high",
+                   "order_tolerance", "order_tolerance_stderr", "fixed_steps", "fixed_errors",
+                   "fixed_errors_stderr", "fixed_order", "fixed_stderr", "fixed_ci_low",
+                   "fixed_ci_high", "fixed_at_cost", "ratio", "extrapolated", "expected", "paths",
+                   "seed", "grid_dt", "max_depth", "reference")
 
 FIELDS = ("problem", "scheme", "kind", "order", "stderr", "ci_low", "ci_high", "expected", "pass",
           "paths", "seed", "dts", "errors", "errors_stderr", "cone_exits", "reference")
@@ -79,6 +88,45 @@ class ConvergenceCli(CliTestCase):
              ["--paths", "0x10"]),
             ("--levels: must be a decimal integer such as 1000 or 1e6 (got '4.5')",
              ["--levels", "4.5"]),
+        ]
+        for text, args in cases:
+            with self.subTest(args=args):
+                self.expect_usage_error(text, "convergence", *args)
+
+    def test_adaptive_study(self):
+        out = self.run_json("convergence", "--problem", "gbm", "--scheme", "em", "--step-control",
+                            "doubling", "--tolerance", "0.01", "--levels", "3", "--paths", "100",
+                            "--format", "json")
+        self.assertEqual([(s["kind"], s["step_control"]) for s in out],
+                         [("strong", "doubling"), ("weak", "doubling")])
+        for s in out:
+            for field in ADAPTIVE_FIELDS:
+                self.assertIn(field, s, f"{s['kind']} series has no field '{field}'")
+            self.assertEqual(s["tolerances"], [0.01, 0.005, 0.0025])
+            self.assertEqual(s["paths"], 100)
+            self.assertEqual(len(s["cost"]), 3)
+            self.assertEqual(len(s["ratio"]), 3)
+            self.assertEqual(len(s["fixed_errors"]), len(s["fixed_steps"]))
+            self.assertTrue(is_number(s["order"]) and is_number(s["fixed_order"]))
+            self.assertTrue(s["ci_low"] <= s["order"] <= s["ci_high"])
+            # A tighter tolerance never takes fewer steps on average here (the drift bound alone
+            # halves the step with the tolerance).
+            self.assertLess(s["cost"][0], s["cost"][1])
+            self.assertLess(s["cost"][1], s["cost"][2])
+        table = self.run_ok("convergence", "--problem", "gbm", "--scheme", "em", "--step-control",
+                            "increment", "--levels", "3", "--paths", "50")
+        self.assertIn("order(cost)", table)
+        self.assertIn("increment", table)
+
+    def test_adaptive_usage_errors(self):
+        cases = [
+            ("--problem wishart has no pathwise exact solution",
+             ["--problem", "wishart", "--step-control", "increment"]),
+            ("--tolerance must be in (0, 1] (got 1.5)",
+             ["--problem", "gbm", "--step-control", "increment", "--tolerance", "1.5"]),
+            ("--plots belongs to the fixed-step study",
+             ["--problem", "gbm", "--step-control", "doubling", "--plots", "somewhere"]),
+            ("--step-control: adaptive not in", ["--step-control", "adaptive"]),
         ]
         for text, args in cases:
             with self.subTest(args=args):

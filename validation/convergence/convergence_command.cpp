@@ -4,6 +4,7 @@
 ///   ncsde convergence [--problem NAME|all] [--scheme NAME|all] [--kind strong|weak|all]
 ///                     [--paths N] [--seed S] [--threads T] [--levels L] [--first-level F]
 ///                     [--format table|json] [--plots DIR] [--check] [--list] [--list-schemes]
+///                     [--step-control fixed|increment|doubling] [--tolerance TOL0] [--max-depth D]
 ///
 /// --scheme takes a registry name (em, milstein, milstein-commutative, …; --list-schemes prints
 /// them with their declared orders and noise requests).
@@ -12,6 +13,13 @@
 /// convergence_json(). --plots DIR writes DIR/convergence.json and one PNG per problem through
 /// validation/plots/convergence_plot.py (/usr/bin/python3 with matplotlib). --check: exit 1 when
 /// some order is outside its tolerance.
+///
+/// --step-control increment|doubling runs the adaptive study instead (run_adaptive_convergence,
+/// ncsde/convergence.hpp) on the problems with a pathwise exact solution: tolerances TOL0/2^l,
+/// l < --levels (default 5; TOL0 each problem's own unless --tolerance), grid step
+/// T/2^--first-level, the fixed ladder of the problem on the same paths beside it; orders are
+/// slopes against log(1/cost), cost = steps per path. Table or JSON (adaptive_convergence_json);
+/// --plots and --check belong to the fixed-step study.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -25,7 +33,9 @@
 #include <vector>
 
 #include "command.hpp"
+#include "models/step_flags.hpp"
 #include "ncsde/convergence.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/schemes.hpp"
 #include "process.hpp"
 
@@ -52,6 +62,9 @@ struct convergence_args {
   bool check = false;
   bool list = false;
   bool list_schemes = false;
+  step_flags steps;
+  bool tolerance_given = false;  ///< --tolerance was on the command line
+  bool levels_given = false;
 };
 
 /// One line per registry scheme: name, strong and weak orders on general / commutative / additive
@@ -69,6 +82,60 @@ void print_schemes() {
   }
 }
 
+/// The adaptive study (--step-control increment|doubling) of the problems with a pathwise solution.
+int run_adaptive_command(const convergence_args& a, const std::vector<convergence_study>& studies) {
+  integrate_options steps;
+  apply_step_flags(a.steps, steps);
+  if (!a.plots.empty() || a.check)
+    throw_invalid("ncsde convergence",
+                  fmt::format("{} belongs to the fixed-step study, not to --step-control {}",
+                              a.plots.empty() ? "--check" : "--plots", a.steps.control));
+  adaptive_convergence_options opt;
+  opt.seed = a.seed;
+  opt.paths = a.paths;
+  opt.threads = a.threads;
+  opt.control = steps.control;
+  opt.tolerance = a.tolerance_given ? steps.tolerance : 0.0;
+  opt.max_depth = steps.max_depth;
+  if (a.levels_given) opt.levels = a.levels;
+  opt.first_level = a.first_level;
+  opt.strong = a.kind != "weak";
+  opt.weak = a.kind != "strong";
+  const std::vector<std::string> schemes =
+      a.scheme == "all" ? scheme_names() : std::vector<std::string>{a.scheme};
+  const bool table = a.format == "table";
+  std::vector<adaptive_convergence_series> all;
+  for (const convergence_study& s : studies) {
+    if (a.problem != "all" && a.problem != s.name) continue;
+    if (!s.run_adaptive) {
+      if (a.problem == "all") continue;
+      throw_invalid(fmt::format("ncsde convergence --step-control {}", a.steps.control),
+                    fmt::format("--problem {} has no pathwise exact solution to measure adaptive "
+                                "errors against (problems with one: gbm, hadamard, matrix-gbm)",
+                                s.name));
+    }
+    for (const std::string& scheme : schemes) {
+      opt.scheme = scheme;
+      const std::vector<adaptive_convergence_series> rows = s.run_adaptive(opt);
+      if (table) {
+        const std::string text = adaptive_convergence_table(rows);
+        std::cout << (all.empty() ? text : text.substr(text.find('\n') + 1)) << std::flush;
+        std::cerr << fmt::format(
+            "  [{} {}: {} paths, seed {}, tol {:.4g} .. {:.4g}, grid dt {:.4g}, {:.1f} s]\n",
+            s.name, scheme, rows.front().paths, rows.front().seed, rows.front().tolerances.front(),
+            rows.front().tolerances.back(), rows.front().grid_dt, rows.front().seconds);
+      }
+      all.insert(all.end(), rows.begin(), rows.end());
+    }
+  }
+  if (table)
+    std::cout << "order(cost): slope of log error on log(1/steps per path); ratio: fixed / "
+                 "adaptive error at the finest tolerance's cost (* outside the fixed ladder)\n";
+  else
+    std::cout << adaptive_convergence_json(all) << '\n';
+  return exit_ok;
+}
+
 int run_convergence_command(const convergence_args& a) {
   const std::vector<convergence_study> studies = standard_convergence_studies();
   if (a.list) {
@@ -80,6 +147,7 @@ int run_convergence_command(const convergence_args& a) {
     print_schemes();
     return exit_ok;
   }
+  if (a.steps.control != "fixed") return run_adaptive_command(a, studies);
 
   // Fail before the (long) run, not after it: the plot directory is created and convergence.json
   // is created as a temporary, which replaces the file only once the run has succeeded.
@@ -189,10 +257,11 @@ command convergence_command() {
         ->transform(decimal_integer)
         ->check(CLI::Range(0, 4096))
         ->capture_default_str();
-    sub.add_option("--levels", a->levels,
-                   "Number of step sizes dt = T/2^l (default: each problem's own)")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(3, 16));
+    CLI::Option* levels = sub.add_option(
+        "--levels", a->levels,
+        "Number of step sizes dt = T/2^l (default: each problem's own), or of tolerances "
+        "TOL0/2^l with --step-control increment|doubling (default 5)");
+    levels->transform(decimal_integer)->check(CLI::Range(3, 16));
     sub.add_option("--first-level", a->first_level,
                    "Coarsest step dt = T/2^first-level (default: each problem's own)")
         ->transform(decimal_integer)
@@ -212,7 +281,15 @@ command convergence_command() {
     sub.add_flag("--list", a->list, "List the problems and exit");
     sub.add_flag("--list-schemes", a->list_schemes,
                  "List the schemes with their declared orders and noise requests, and exit");
-    return [a]() { return run_convergence_command(*a); };
+    add_step_flags(sub, a->steps);
+    CLI::Option* tolerance = sub.get_option("--tolerance");
+    tolerance->description(
+        "First tolerance TOL0 of the adaptive study, in (0, 1] (default: each problem's own)");
+    return [a, tolerance, levels]() {
+      a->tolerance_given = tolerance->count() > 0;
+      a->levels_given = levels->count() > 0;
+      return run_convergence_command(*a);
+    };
   };
   return c;
 }
