@@ -650,6 +650,14 @@ nlohmann::json numbers(const std::vector<double>& xs) {
   for (const double x : xs) a.push_back(number(x));
   return a;
 }
+
+/// A fitted order as <prefix>order, <prefix>stderr, <prefix>ci_low, <prefix>ci_high.
+void put_fit(nlohmann::json& o, const std::string& prefix, const linear_fit& fit) {
+  o[prefix + "order"] = number(fit.slope);
+  o[prefix + "stderr"] = number(fit.slope_stderr);
+  o[prefix + "ci_low"] = number(fit.ci_low);
+  o[prefix + "ci_high"] = number(fit.ci_high);
+}
 }  // namespace
 
 std::string convergence_json(const std::vector<convergence_series>& series, int indent) {
@@ -659,10 +667,7 @@ std::string convergence_json(const std::vector<convergence_series>& series, int 
     o["problem"] = s.problem;
     o["scheme"] = s.scheme;
     o["kind"] = std::string(to_string(s.kind));
-    o["order"] = number(s.fit.slope);
-    o["stderr"] = number(s.fit.slope_stderr);
-    o["ci_low"] = number(s.fit.ci_low);
-    o["ci_high"] = number(s.fit.ci_high);
+    put_fit(o, "", s.fit);
     o["expected"] = s.expected;
     o["tolerance"] = s.tolerance;
     o["pass"] = s.pass;
@@ -711,19 +716,13 @@ std::string adaptive_convergence_json(const std::vector<adaptive_convergence_ser
     o["cost_stderr"] = numbers(s.cost_stderr);
     o["errors"] = numbers(s.errors);
     o["errors_stderr"] = numbers(s.errors_stderr);
-    o["order"] = number(s.fit.slope);
-    o["stderr"] = number(s.fit.slope_stderr);
-    o["ci_low"] = number(s.fit.ci_low);
-    o["ci_high"] = number(s.fit.ci_high);
+    put_fit(o, "", s.fit);
     o["order_tolerance"] = number(s.fit_tolerance.slope);
     o["order_tolerance_stderr"] = number(s.fit_tolerance.slope_stderr);
     o["fixed_steps"] = numbers(s.fixed_cost);
     o["fixed_errors"] = numbers(s.fixed_errors);
     o["fixed_errors_stderr"] = numbers(s.fixed_errors_stderr);
-    o["fixed_order"] = number(s.fixed_fit.slope);
-    o["fixed_stderr"] = number(s.fixed_fit.slope_stderr);
-    o["fixed_ci_low"] = number(s.fixed_fit.ci_low);
-    o["fixed_ci_high"] = number(s.fixed_fit.ci_high);
+    put_fit(o, "fixed_", s.fixed_fit);
     o["fixed_at_cost"] = numbers(s.fixed_at_cost);
     o["ratio"] = numbers(s.ratio);
     nlohmann::json outside = nlohmann::json::array();

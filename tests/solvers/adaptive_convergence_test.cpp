@@ -9,6 +9,7 @@
 
 #include "ncsde/analytic.hpp"
 #include "ncsde/convergence.hpp"
+#include "support/convergence_studies.hpp"
 
 using ncsde::adaptive_convergence_options;
 using ncsde::adaptive_convergence_series;
@@ -18,12 +19,7 @@ using ncsde::step_control;
 namespace {
 
 const ncsde::convergence_study& study(const std::string& name) {
-  static const std::vector<ncsde::convergence_study> studies =
-      ncsde::standard_convergence_studies();
-  const auto it =
-      std::find_if(studies.begin(), studies.end(), [&](const auto& s) { return s.name == name; });
-  REQUIRE(it != studies.end());
-  return *it;
+  return ncsde::test::standard_study(name);
 }
 
 adaptive_convergence_options quick(long long paths, const std::string& scheme = "em",

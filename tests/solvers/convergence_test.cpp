@@ -13,6 +13,7 @@
 
 #include "ncsde/analytic.hpp"
 #include "ncsde/convergence.hpp"
+#include "support/convergence_studies.hpp"
 
 using ncsde::convergence_options;
 using ncsde::convergence_series;
@@ -23,12 +24,7 @@ using ncsde::vector;
 namespace {
 
 const ncsde::convergence_study& study(const std::string& name) {
-  static const std::vector<ncsde::convergence_study> studies =
-      ncsde::standard_convergence_studies();
-  const auto it =
-      std::find_if(studies.begin(), studies.end(), [&](const auto& s) { return s.name == name; });
-  REQUIRE(it != studies.end());
-  return *it;
+  return ncsde::test::standard_study(name);
 }
 
 const convergence_series& find(const std::vector<convergence_series>& rows, const std::string& s,
