@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <string>
 #include <utility>
@@ -187,6 +188,32 @@ void gram_factor::derivative(const matrix& h, matrix& out) {
   out.noalias() = u * m_x * u.transpose();
 }
 
+void lane_factors::factor(const lane_block& states, int m) {
+  lane_cholesky(states, m, l, ok);
+  // gram_factor's L is discontinuous at the cone's boundary (the Cholesky factor inside, the PSD
+  // square root once Cholesky fails), and its Cholesky sums run in Eigen's order: a lane whose
+  // smallest pivot is within a wide margin of round-off (64·m·ε·max V_jj) takes gram_factor
+  // itself, so that every lane makes the per-path choice of factor.
+  lane_column smallest = lane_column::Constant(std::numeric_limits<double>::infinity());
+  lane_column largest = lane_column::Zero();
+  for (int j = 0; j < m; ++j) {
+    smallest = smallest.min(l.col(j + j * m).square());
+    largest = largest.max(states.col(j + j * m).abs());
+  }
+  ok = ok && (smallest > 64.0 * m * std::numeric_limits<double>::epsilon() * largest);
+  triangular = ok.all();
+  if (triangular) return;
+  v.resize(m, m);
+  for (int lane = 0; lane < batch_width; ++lane) {
+    if (ok(lane)) continue;
+    for (int b = 0; b < m; ++b)
+      for (int a = 0; a < m; ++a) v(a, b) = states(lane, a + b * m);
+    const matrix& f = scalar.factor(v);
+    for (int b = 0; b < m; ++b)
+      for (int a = 0; a < m; ++a) l(lane, a + b * m) = f(a, b);
+  }
+}
+
 }  // namespace detail
 
 // ---- gbm ----
@@ -209,6 +236,16 @@ void gbm::diffusion_derivative(const matrix&, const matrix& h, const vector& xi,
                                double) const {
   NCSDE_ASSERT(xi.size() == 1, "gbm: xi must have size 1");
   out = (m_params.sigma * xi(0)) * h;
+}
+
+void gbm::drift_lanes(const lane_block& v, lane_block& out, double) const { out = m_params.mu * v; }
+
+void gbm::diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out,
+                          double) const {
+  NCSDE_ASSERT(xi.cols() == 1, "gbm: xi must have one noise");
+  const lane_column s = m_params.sigma * xi.col(0);
+  out.resize(batch_width, v.cols());
+  for (Eigen::Index c = 0; c < v.cols(); ++c) out.col(c) = s * v.col(c);
 }
 
 matrix gbm::exact(const matrix& v0, const Eigen::Ref<const vector>& w_t, double t) const {
@@ -243,6 +280,39 @@ matrix gbm::second_moments(const matrix& v0, double t) const {
   const vector x = vec(v0);
   return (x * x.transpose()) * std::exp((2 * m_params.mu + s * s) * t);
 }
+
+// ---- lane groups ----
+
+namespace {
+
+/// m of the m×m states of a lane block (m² coordinates).
+int lane_dimension(const lane_block& v) {
+  const int m = static_cast<int>(std::lround(std::sqrt(static_cast<double>(v.cols()))));
+  NCSDE_ASSERT(static_cast<Eigen::Index>(m) * m == v.cols(), "lane block: not an m×m state");
+  return m;
+}
+
+/// out = L W Lᵀ lane by lane (L = f.l, W = f.w): T = L W, then out = T Lᵀ; the sums skip L's upper
+/// triangle when every lane's factor is triangular.
+void lane_congruence(detail::lane_factors& f, int m, lane_block& out) {
+  const lane_block& l = f.l;
+  const lane_block& w = f.w;
+  lane_block& t = f.t;
+  t.setZero(batch_width, l.cols());
+  for (int d = 0; d < m; ++d)
+    for (int a = 0; a < m; ++a) {
+      const int c_end = f.triangular ? a + 1 : m;
+      for (int c = 0; c < c_end; ++c) t.col(a + d * m) += l.col(a + c * m) * w.col(c + d * m);
+    }
+  out.setZero(batch_width, l.cols());
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) {
+      const int d_end = f.triangular ? b + 1 : m;
+      for (int d = 0; d < d_end; ++d) out.col(a + b * m) += t.col(a + d * m) * l.col(b + d * m);
+    }
+}
+
+}  // namespace
 
 // ---- hadamard_linear ----
 
@@ -511,6 +581,23 @@ void linear_covariance::diffusion_derivative(const matrix& v, const matrix& h, c
   out += out.transpose().eval();
 }
 
+void linear_covariance::drift_lanes(const lane_block& v, lane_block& out, double) const {
+  out.setZero(batch_width, v.cols());
+}
+
+void linear_covariance::diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out,
+                                        double) const {
+  const int m = lane_dimension(v);
+  NCSDE_ASSERT(xi.cols() == m * m, "linear_covariance: xi must have m*m entries");
+  m_lanes.factor(v, m);
+  lane_block& w = m_lanes.w;
+  w.resize(batch_width, v.cols());
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a)
+      w.col(a + b * m) = (xi.col(a + b * m) + xi.col(b + a * m)) / std::numbers::sqrt2;
+  lane_congruence(m_lanes, m, out);
+}
+
 void linear_covariance::covariance(const matrix& v, matrix& sigma, double) const {
   fill_packed_covariance(static_cast<int>(v.rows()), sigma, [&](int a, int b, int c, int d) {
     return v(a, c) * v(b, d) + v(a, d) * v(b, c);
@@ -582,6 +669,31 @@ void wishart::diffusion(const matrix& v, const vector& xi, matrix& out, double) 
   const matrix& l = m_factor.factor(v);
   out.noalias() = l * g;
   out += out.transpose().eval();
+}
+
+void wishart::drift_lanes(const lane_block& v, lane_block& out, double) const {
+  const int m = lane_dimension(v);
+  out.setZero(batch_width, v.cols());
+  for (int a = 0; a < m; ++a) out.col(a + a * m).setConstant(m_p);
+}
+
+void wishart::diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out,
+                              double) const {
+  const int m = lane_dimension(v);
+  NCSDE_ASSERT(xi.cols() == m * m, "wishart: xi must have m*m entries");
+  m_lanes.factor(v, m);
+  // T = L Ξ, out = T + Tᵀ.
+  lane_block& t = m_lanes.t;
+  t.setZero(batch_width, v.cols());
+  const lane_block& l = m_lanes.l;
+  for (int d = 0; d < m; ++d)
+    for (int a = 0; a < m; ++a) {
+      const int c_end = m_lanes.triangular ? a + 1 : m;
+      for (int c = 0; c < c_end; ++c) t.col(a + d * m) += l.col(a + c * m) * xi.col(c + d * m);
+    }
+  out.resize(batch_width, v.cols());
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) out.col(a + b * m) = t.col(a + b * m) + t.col(b + a * m);
 }
 
 void wishart::diffusion_derivative(const matrix& v, const matrix& h, const vector& xi, matrix& out,

@@ -75,6 +75,8 @@ struct scalar_pack {
   };
   static vd dup(double x) { return {x}; }
   static vu dupu(std::uint64_t x) { return {x}; }
+  static vu loadu(const std::uint64_t* p) { return {*p}; }
+  static void storeu(double* out, vd a) { *out = a.v; }
   static vu iota(std::uint64_t first) { return {first}; }
   static vu xor_(vu a, vu b) { return {a.v ^ b.v}; }
   static vu xor3(vu a, vu b, vu c) { return {a.v ^ b.v ^ c.v}; }
@@ -125,6 +127,10 @@ struct avx2_pack {
   NCSDE_AVX2 static vu dupu(std::uint64_t x) {
     return {_mm256_set1_epi64x(static_cast<long long>(x))};
   }
+  NCSDE_AVX2 static vu loadu(const std::uint64_t* p) {
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))};
+  }
+  NCSDE_AVX2 static void storeu(double* out, vd a) { _mm256_storeu_pd(out, a.v); }
   NCSDE_AVX2 static vu iota(std::uint64_t first) {
     return {_mm256_add_epi64(_mm256_set1_epi64x(static_cast<long long>(first)),
                              _mm256_setr_epi64x(0, 1, 2, 3))};
@@ -195,6 +201,8 @@ struct avx512_pack {
   NCSDE_AVX512 static vu dupu(std::uint64_t x) {
     return {_mm512_set1_epi64(static_cast<long long>(x))};
   }
+  NCSDE_AVX512 static vu loadu(const std::uint64_t* p) { return {_mm512_loadu_si512(p)}; }
+  NCSDE_AVX512 static void storeu(double* out, vd a) { _mm512_storeu_pd(out, a.v); }
   NCSDE_AVX512 static vu iota(std::uint64_t first) {
     return {_mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(first)),
                              _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7))};
@@ -402,6 +410,96 @@ template <class P, bool Normal>
   }
 }
 
+/// The keys of up to lane_capacity streams at one address, one lane per stream, as 64-bit words
+/// (a Philox4x32 word in the low half): what the lane kernels load as packs.
+constexpr int lane_capacity = 16;
+struct lane_keys {
+  alignas(64) std::uint64_t k0[10][lane_capacity];
+  alignas(64) std::uint64_t k1[10][lane_capacity];
+  alignas(64) std::uint64_t h1[lane_capacity];
+  alignas(64) std::uint64_t c2[lane_capacity];
+  alignas(64) std::uint64_t c3[lane_capacity];
+};
+
+void make_lane_keys(std::uint64_t seed, const std::uint64_t* paths, int lanes, random_domain domain,
+                    std::uint64_t i0, std::uint64_t i1, lane_keys& keys) {
+  for (int l = 0; l < lanes; ++l) {
+    const block_key b = make_block_key(seed, paths[l], domain, i0, i1);
+    for (std::size_t r = 0; r < 10; ++r) {
+      keys.k0[r][l] = b.k0[r];
+      keys.k1[r][l] = b.k1[r];
+    }
+    keys.h1[l] = b.h1;
+    keys.c2[l] = b.c2;
+    keys.c3[l] = b.c3;
+  }
+  for (int l = lanes; l < lane_capacity; ++l) {  // padding lanes: numbers computed, never stored
+    for (std::size_t r = 0; r < 10; ++r) keys.k0[r][l] = keys.k1[r][l] = 0;
+    keys.h1[l] = keys.c2[l] = keys.c3[l] = 0;
+  }
+}
+
+/// Pair p of the streams in lanes [lane, lane + P::lanes): the uniform_pairs rounds with each lane's
+/// own key and counter words (lo(h1 ⊕ p), hi(h1 ⊕ p), c2, c3), so that every lane gets exactly the
+/// numbers its stream's fill_block gives for pair p.
+template <class P, bool Normal>
+[[gnu::always_inline]] inline void lane_pair(const lane_keys& keys, int lane, std::uint64_t p,
+                                             typename P::vd& x, typename P::vd& y) {
+  using vu = typename P::vu;
+  const vu m0 = P::dupu(0xD2511F53);
+  const vu m1 = P::dupu(0xCD9E8D57);
+  const vu c = P::xor_(P::loadu(keys.h1 + lane), P::dupu(p));
+  vu r0 = c;
+  vu r1 = P::template shr<32>(c);
+  vu r2 = P::loadu(keys.c2 + lane);
+  vu r3 = P::loadu(keys.c3 + lane);
+  for (std::size_t round = 0; round < 10; ++round) {
+    const vu k0 = P::loadu(keys.k0[round] + lane);
+    const vu k1 = P::loadu(keys.k1[round] + lane);
+    const vu p0 = P::mul32(r0, m0);
+    const vu p1 = P::mul32(r2, m1);
+    r0 = P::xor3(P::template shr<32>(p1), r1, k0);
+    r1 = p1;
+    r2 = P::xor3(P::template shr<32>(p0), r3, k1);
+    r3 = p0;
+  }
+  const vu low = P::dupu(0xFFFFFFFF);
+  const vu a = P::or_(P::template shl<32>(r1), P::and_(r0, low));
+  const vu b = P::or_(P::template shl<32>(r3), P::and_(r2, low));
+  x = P::unit53(P::template shr<11>(a));
+  y = P::unit53(P::template shr<11>(b));
+  if constexpr (Normal) {
+    typename P::vd s, co;
+    const typename P::vd radius = P::sqrt(P::mul(P::dup(-2.0), log_kernel<P>(x)));
+    sincos_kernel<P>(y, s, co);
+    x = P::mul(radius, co);
+    y = P::mul(radius, s);
+  }
+}
+
+/// Entries [0, count) of the streams in `lanes` lanes: out[j·stride + l] is entry j of lane l.
+template <class P, bool Normal>
+[[gnu::always_inline]] inline void fill_lanes(const lane_keys& keys, int lanes, double* out,
+                                              std::ptrdiff_t count, std::ptrdiff_t stride) {
+  alignas(64) double bx[lane_capacity], by[lane_capacity];
+  for (std::ptrdiff_t j = 0; j < count; j += 2) {
+    const std::uint64_t p = static_cast<std::uint64_t>(j / 2);
+    for (int lane = 0; lane < lanes; lane += P::lanes) {
+      typename P::vd x, y;
+      lane_pair<P, Normal>(keys, lane, p, x, y);
+      if (lane + P::lanes <= lanes) {
+        P::storeu(out + j * stride + lane, x);
+        if (j + 1 < count) P::storeu(out + (j + 1) * stride + lane, y);
+      } else {
+        P::storeu(bx, x);
+        P::storeu(by, y);
+        std::copy(bx, bx + (lanes - lane), out + j * stride + lane);
+        if (j + 1 < count) std::copy(by, by + (lanes - lane), out + (j + 1) * stride + lane);
+      }
+    }
+  }
+}
+
 template <bool Normal>
 void fill_scalar(const block_key& key, double* out, std::ptrdiff_t count) {
   fill_block<scalar_pack, Normal>(key, out, count);
@@ -416,6 +514,26 @@ template <bool Normal>
 [[gnu::target("avx512f,avx512dq")]] void fill_avx512(const block_key& key, double* out,
                                                      std::ptrdiff_t count) {
   fill_block<avx512_pack, Normal>(key, out, count);
+}
+#endif
+
+template <bool Normal>
+void fill_lanes_scalar(const lane_keys& keys, int lanes, double* out, std::ptrdiff_t count,
+                       std::ptrdiff_t stride) {
+  fill_lanes<scalar_pack, Normal>(keys, lanes, out, count, stride);
+}
+
+#if NCSDE_RANDOM_X86_SIMD
+template <bool Normal>
+[[gnu::target("avx2")]] void fill_lanes_avx2(const lane_keys& keys, int lanes, double* out,
+                                             std::ptrdiff_t count, std::ptrdiff_t stride) {
+  fill_lanes<avx2_pack, Normal>(keys, lanes, out, count, stride);
+}
+template <bool Normal>
+[[gnu::target("avx512f,avx512dq")]] void fill_lanes_avx512(const lane_keys& keys, int lanes,
+                                                           double* out, std::ptrdiff_t count,
+                                                           std::ptrdiff_t stride) {
+  fill_lanes<avx512_pack, Normal>(keys, lanes, out, count, stride);
 }
 #endif
 
@@ -469,6 +587,30 @@ void fill(detail::simd_path path, const block_key& key, double* out, std::ptrdif
   }
 }
 
+template <bool Normal>
+void fill_lanes_on(detail::simd_path path, const lane_keys& keys, int lanes, double* out,
+                   std::ptrdiff_t count, std::ptrdiff_t stride) {
+  switch (path) {
+#if NCSDE_RANDOM_X86_SIMD
+    case detail::simd_path::avx512:
+      fill_lanes_avx512<Normal>(keys, lanes, out, count, stride);
+      return;
+    case detail::simd_path::avx2:
+      fill_lanes_avx2<Normal>(keys, lanes, out, count, stride);
+      return;
+#endif
+    default:
+      fill_lanes_scalar<Normal>(keys, lanes, out, count, stride);
+      return;
+  }
+}
+
+void check_lanes(const char* where, int lanes, std::ptrdiff_t stride) {
+  if (lanes < 1 || lanes > lane_capacity)
+    throw_invalid_argument(where, "lanes", lanes, "in [1, 16]");
+  if (stride < lanes) throw_invalid_argument(where, "stride", stride, ">= lanes");
+}
+
 void check_path(const char* where, detail::simd_path path) {
   if (!cpu_supports(path))
     throw_invalid_argument(where, "path", static_cast<int>(path), "supported by this CPU");
@@ -493,6 +635,16 @@ void random_stream::uniforms(random_domain domain, std::uint64_t i0, std::uint64
   fill<false>(fastest(), make_block_key(m_seed, m_path, domain, i0, i1), out, count);
 }
 
+void lane_normals(std::uint64_t seed, const std::uint64_t* paths, int lanes, random_domain domain,
+                  std::uint64_t i0, std::uint64_t i1, double* out, std::ptrdiff_t count,
+                  std::ptrdiff_t stride) {
+  check_lanes("lane_normals", lanes, stride);
+  if (count <= 0) return;
+  lane_keys keys;
+  make_lane_keys(seed, paths, lanes, domain, i0, i1, keys);
+  fill_lanes_on<true>(fastest(), keys, lanes, out, count, stride);
+}
+
 namespace detail {
 
 bool simd_path_supported(simd_path path) { return cpu_supports(path); }
@@ -511,6 +663,17 @@ void uniforms_on(simd_path path, const random_stream& stream, random_domain doma
   check_path("detail::uniforms_on", path);
   if (count <= 0) return;
   fill<false>(path, make_block_key(stream.seed(), stream.path(), domain, i0, i1), out, count);
+}
+
+void lane_normals_on(simd_path path, std::uint64_t seed, const std::uint64_t* paths, int lanes,
+                     random_domain domain, std::uint64_t i0, std::uint64_t i1, double* out,
+                     std::ptrdiff_t count, std::ptrdiff_t stride) {
+  check_path("detail::lane_normals_on", path);
+  check_lanes("detail::lane_normals_on", lanes, stride);
+  if (count <= 0) return;
+  lane_keys keys;
+  make_lane_keys(seed, paths, lanes, domain, i0, i1, keys);
+  fill_lanes_on<true>(path, keys, lanes, out, count, stride);
 }
 
 double log_unit(double u) { return log_kernel<scalar_pack>({u}).v; }

@@ -29,6 +29,11 @@ void normals_on(simd_path path, const random_stream& stream, random_domain domai
 void uniforms_on(simd_path path, const random_stream& stream, random_domain domain,
                  std::uint64_t i0, std::uint64_t i1, double* out, std::ptrdiff_t count);
 
+/// lane_normals() forced onto `path`.
+void lane_normals_on(simd_path path, std::uint64_t seed, const std::uint64_t* paths, int lanes,
+                     random_domain domain, std::uint64_t i0, std::uint64_t i1, double* out,
+                     std::ptrdiff_t count, std::ptrdiff_t stride);
+
 /// ln(u) for a positive normal double u (the generator uses u in [2^-53, 1]): u = 2^e·m with
 /// m ∈ [√2/2, √2), f = m − 1, s = f/(2 + f), ln m = f − f²/2 + s·(f²/2 + R(s²)) where
 /// R(z) = Σ_{k≥1} 2z^k/(2k + 1) is a degree-7 polynomial (approximation error below 2^-57 relative

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/lanes.hpp"
 #include "ncsde/noise.hpp"
 #include "ncsde/state_space.hpp"
 
@@ -86,6 +87,20 @@ class gram_factor {
   Eigen::SelfAdjointEigenSolver<matrix> m_eigen;
 };
 
+/// gram_factor on the m×m states of a lane group (lanes.hpp): l holds each lane's factor (the lower
+/// Cholesky factor by lane_cholesky where the lane is clearly positive definite, gram_factor's L
+/// for the others, which need not be triangular: `triangular` says whether every lane's factor is
+/// lane_cholesky's), and w, t are the noise maps' workspaces.
+struct lane_factors {
+  lane_block l, w, t;
+  lane_mask ok = lane_mask::Constant(false);
+  bool triangular = true;
+  gram_factor scalar;
+  matrix v;
+
+  void factor(const lane_block& states, int m);
+};
+
 }  // namespace detail
 
 /// Scalar-noise geometric Brownian motion, entrywise: dV = μ V dt + σ V dW (k = 1). For m = 1 this
@@ -113,6 +128,10 @@ class gbm {
   /// out = σ ξ₁ h (G is linear in V).
   void diffusion_derivative(const matrix& v, const matrix& h, const vector& xi, matrix& out,
                             double t) const;
+  /// The batched form (BatchedSde, lanes.hpp): drift and diffusion lane by lane, in the same
+  /// operations as drift() and diffusion() (bit-identical paths).
+  void drift_lanes(const lane_block& v, lane_block& out, double t) const;
+  void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
 
   /// V_T from W_T (size 1).
   matrix exact(const matrix& v0, const Eigen::Ref<const vector>& w_t, double t) const;
@@ -241,6 +260,11 @@ class linear_covariance {
                             double t) const;
   /// sigma = Σ_lin(V) over the K = m(m+1)/2 packed index pairs (CovarianceSde).
   void covariance(const matrix& v, matrix& sigma, double t) const;
+  /// The batched form (BatchedSde): L W Lᵀ lane by lane, L the lanes' Cholesky factors
+  /// (lane_cholesky; detail::gram_factor for a lane that is not positive definite). The sums run in
+  /// another order than Eigen's products: a batched path agrees with the unbatched one to round-off.
+  void drift_lanes(const lane_block& v, lane_block& out, double t) const;
+  void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
 
   matrix second_moments(const matrix& v0, double t) const;
   /// vec Q = exp(τ 𝓚ᵀ) vec F, 𝓚 the second-moment generator: (𝓚M)^{ab,cd} = M^{ac,bd} + M^{ad,bc}.
@@ -250,6 +274,7 @@ class linear_covariance {
  private:
   mutable detail::gram_factor m_factor;
   mutable matrix m_w, m_h;
+  mutable detail::lane_factors m_lanes;
 };
 
 /// The Wishart process as an SDE in V alone: for integer p and V0 = X0 X0ᵀ (X0 m×p), the law of
@@ -280,6 +305,10 @@ class wishart {
   void diffusion_derivative(const matrix& v, const matrix& h, const vector& xi, matrix& out,
                             double t) const;
   void covariance(const matrix& v, matrix& sigma, double t) const;
+  /// The batched form (BatchedSde): p·I and L Ξ + (L Ξ)ᵀ lane by lane (lane_factors); agrees with
+  /// the unbatched path to round-off.
+  void drift_lanes(const lane_block& v, lane_block& out, double t) const;
+  void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
 
   /// (X0 + W)(X0 + W)ᵀ for a Brownian matrix value W (m×p): the exact law's sampler.
   static matrix exact_in_law(const matrix& x0, const matrix& w);
@@ -292,6 +321,7 @@ class wishart {
 
  private:
   double m_p;
+  mutable detail::lane_factors m_lanes;
   mutable detail::gram_factor m_factor;
   mutable matrix m_xi, m_h;
 };

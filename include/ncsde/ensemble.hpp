@@ -24,11 +24,13 @@
 #include <string_view>
 #include <vector>
 
+#include "ncsde/batched.hpp"
 #include "ncsde/brownian.hpp"
 #include "ncsde/executor.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/state_space.hpp"
 #include "ncsde/statistics.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde {
@@ -65,6 +67,13 @@ struct ensemble_options {
   /// automatic and on: a bar on a terminal, a line every 30 s of a long run elsewhere (progress_bar)
   progress_mode progress = progress_mode::automatic;
   int block_size = 64;  ///< paths per reduction block (fixed: part of the reproducibility contract)
+  /// Step lane groups of batch_width paths at once (batched.hpp) when the run allows it: the
+  /// Euler–Maruyama scheme, an SDE with a batched form (BatchedSde), the default (seed, path)
+  /// streams, fixed steps and a pd_policy other than refine. Otherwise, and by default, paths are
+  /// stepped one by one. A batched path's numbers are the unbatched path's up to the round-off of
+  /// the SDE's batched coefficients (bit-identical when they compute in the same order); like
+  /// every run they do not depend on the thread count or the path range.
+  bool batched = false;
 };
 
 struct path_record {
@@ -202,6 +211,56 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes);
 
 namespace detail {
 
+/// The empty result of the block `info` (whole blocks folded, cut ones as paths).
+inline block_result start_block(const block_info& info, const state_layout& layout,
+                                const integrate_options& resolved, const ensemble_options& opt) {
+  block_result b;
+  b.index = info.index;
+  b.range = info.range;
+  b.whole = info.whole;
+  if (b.whole) b.start_whole(layout.size(), resolved.save_times.size(), opt.functionals.size());
+  return b;
+}
+
+/// Path p's outcome r into its block: folded at once in a whole block (through `scratch`), kept as
+/// a path in a cut one; the functionals evaluated at the state at t_stop (+inf when blown up).
+/// `dynamic`: a workspace for non-matrix states.
+template <class State>
+void record_path(long long p, const basic_path_result<State>& r, const state_layout& layout,
+                 const ensemble_options& opt, block_result& block, ensemble_path& scratch,
+                 matrix& dynamic) {
+  ensemble_path& out = block.whole ? scratch : block.paths.emplace_back();
+  const int K = layout.size();
+  out.path = p;
+  out.status = r.status;
+  out.t_stop = r.t_stop;
+  out.pd = r.pd;
+  out.steps = r.steps;
+  out.stepping = r.stepping;
+  out.packed.resize(K);
+  layout.pack(r.v, out.packed);
+  out.saved.resize(r.saved.size());
+  for (std::size_t j = 0; j < r.saved.size(); ++j) {
+    out.saved[j].resize(K);
+    layout.pack(r.saved[j], out.saved[j]);
+  }
+  const std::size_t nf = opt.functionals.size();
+  out.values.resize(nf);
+  if (nf > 0 && r.status != path_status::blown_up) {
+    const matrix* as_matrix = nullptr;
+    if constexpr (std::is_same_v<State, matrix>) {
+      as_matrix = &r.v;
+    } else {
+      dynamic = r.v;
+      as_matrix = &dynamic;
+    }
+    for (std::size_t j = 0; j < nf; ++j) out.values[j] = opt.functionals[j].f(*as_matrix);
+  } else {
+    for (std::size_t j = 0; j < nf; ++j) out.values[j] = std::numeric_limits<double>::infinity();
+  }
+  if (block.whole) block.add(scratch, opt.keep_paths);
+}
+
 /// Per-thread worker of an ensemble (executor.hpp protocol): path p of `range` on the stream of
 /// make_source(p), stepped as Fixed (the compile-time-sized counterpart of State on the fixed-size
 /// path, else State; see integrate()), so that path p's numbers are integrate()'s for (seed, p).
@@ -232,13 +291,7 @@ class ensemble_worker {
       : m_c(c), m_sde(c.sde), m_stepper(rebound::make(c.stepper)) {}
 
   block_result begin_block(const block_info& info) const {
-    block_result b;
-    b.index = info.index;
-    b.range = info.range;
-    b.whole = info.whole;
-    if (b.whole)
-      b.start_whole(m_c.layout.size(), m_c.resolved.save_times.size(), m_c.opt.functionals.size());
-    return b;
+    return start_block(info, m_c.layout, m_c.resolved, m_c.opt);
   }
 
   void run_path(long long p, block_result& block) {
@@ -247,36 +300,7 @@ class ensemble_worker {
     engine_type engine(m_stepper, m_sde, source, m_c.resolved, p);
     null_observer obs;
     const basic_path_result<State> r = engine.run(m_c.v0, m_c.grid, obs);
-    ensemble_path& out = block.whole ? m_path : block.paths.emplace_back();
-    const int K = m_c.layout.size();
-    out.path = p;
-    out.status = r.status;
-    out.t_stop = r.t_stop;
-    out.pd = r.pd;
-    out.steps = r.steps;
-    out.stepping = r.stepping;
-    out.packed.resize(K);
-    m_c.layout.pack(r.v, out.packed);
-    out.saved.resize(r.saved.size());
-    for (std::size_t j = 0; j < r.saved.size(); ++j) {
-      out.saved[j].resize(K);
-      m_c.layout.pack(r.saved[j], out.saved[j]);
-    }
-    const std::size_t nf = m_c.opt.functionals.size();
-    out.values.resize(nf);
-    if (nf > 0 && r.status != path_status::blown_up) {
-      const matrix* as_matrix = nullptr;
-      if constexpr (std::is_same_v<State, matrix>) {
-        as_matrix = &r.v;
-      } else {
-        m_dynamic = r.v;
-        as_matrix = &m_dynamic;
-      }
-      for (std::size_t j = 0; j < nf; ++j) out.values[j] = m_c.opt.functionals[j].f(*as_matrix);
-    } else {
-      for (std::size_t j = 0; j < nf; ++j) out.values[j] = std::numeric_limits<double>::infinity();
-    }
-    if (block.whole) block.add(m_path, m_c.opt.keep_paths);
+    record_path(p, r, m_c.layout, m_c.opt, block, m_path, m_dynamic);
   }
 
  private:
@@ -287,12 +311,65 @@ class ensemble_worker {
   matrix m_dynamic;      ///< the state as a matrix for the functionals (non-matrix states only)
 };
 
+/// Stepper is an Euler–Maruyama scheme (on any state type).
+template <class Stepper>
+inline constexpr bool is_euler_maruyama = false;
+template <class State>
+inline constexpr bool is_euler_maruyama<euler_maruyama<State>> = true;
+
+/// Per-thread worker of a batched ensemble (batched.hpp): the paths of a block in lane groups of
+/// batch_width, each lane on its (seed, path) stream, stepped as Fixed; a run_block worker of the
+/// executor. The lowest failing path of a group ends the block with its error (path_failure).
+template <class S, class State, class Fixed>
+class batched_ensemble_worker {
+ public:
+  using block_type = block_result;
+
+  struct context {
+    const S& sde;
+    const State& v0;
+    const step_grid& grid;
+    const integrate_options& resolved;
+    const ensemble_options& opt;
+    const state_layout& layout;
+    int k;
+  };
+
+  explicit batched_ensemble_worker(const context& c)
+      : m_c(c), m_v0(c.v0), m_lanes(c.sde, c.resolved, c.opt.seed, c.k) {}
+
+  block_result begin_block(const block_info& info) const {
+    return start_block(info, m_c.layout, m_c.resolved, m_c.opt);
+  }
+
+  void run_block(const block_info& info, block_result& block) {
+    for (long long g = info.range.first; g < info.range.last; g += batch_width) {
+      const int lanes = static_cast<int>(std::min<long long>(batch_width, info.range.last - g));
+      lane_failure failure;
+      m_lanes.run(g, lanes, m_v0, m_c.grid, m_results, failure);
+      if (failure.lane >= 0) throw path_failure{g + failure.lane, failure.error};
+      for (int l = 0; l < lanes; ++l)
+        record_path(g + l, m_results[static_cast<std::size_t>(l)], m_c.layout, m_c.opt, block,
+                    m_path, m_dynamic);
+    }
+  }
+
+ private:
+  const context& m_c;
+  Fixed m_v0;
+  lane_integrator<S, Fixed> m_lanes;
+  std::array<basic_path_result<Fixed>, batch_width> m_results;
+  ensemble_path m_path;
+  matrix m_dynamic;
+};
+
 /// The engine of every run_ensemble overload: the paths of `range`; make_source(p) returns path p's
 /// NoiseSource.
 template <class Stepper, class S, class State, class SourceFactory>
 ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, State>& prob,
                                    const integrate_options& iopt, const ensemble_options& opt,
-                                   path_range range, const SourceFactory& make_source) {
+                                   path_range range, const SourceFactory& make_source,
+                                   bool default_stream = false) {
   using Source = std::invoke_result_t<const SourceFactory&, std::uint64_t>;
   static_assert(NoiseSource<Source>, "run_ensemble: the source factory must return a NoiseSource");
   validate_options(iopt);
@@ -344,6 +421,17 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   auto reduce = [&](const block_info&, block_result&& b) { out.blocks.push_back(std::move(b)); };
   visit_state_type<Stepper, S, State>(
       v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
+        if constexpr (BatchedSde<S> && is_euler_maruyama<Stepper>) {
+          if (default_stream && opt.batched && batched_run_allowed(resolved)) {
+            using worker = batched_ensemble_worker<S, State, Fixed>;
+            const typename worker::context c{
+                prob.sde, v0, grid, resolved, opt, layout, prob.sde.noise_dimension(run.m)};
+            run.seconds = execute(
+                              range, xopt, [&] { return worker(c); }, reduce)
+                              .seconds;
+            return;
+          }
+        }
         using worker = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
         const typename worker::context c{stepper, prob.sde,    v0,
                                          grid,    resolved,    opt,
@@ -372,9 +460,12 @@ ensemble_partial run_ensemble_range(const Stepper& stepper, const problem<S, Sta
                                     const integrate_options& iopt, const ensemble_options& opt,
                                     path_range range) {
   const int k = prob.sde.noise_dimension(static_cast<int>(prob.v0.rows()));
-  return detail::run_ensemble_impl(stepper, prob, iopt, opt, range, [&](std::uint64_t p) {
-    return stream_brownian(random_stream(opt.seed, p), k, iopt.levy_area);
-  });
+  return detail::run_ensemble_impl(
+      stepper, prob, iopt, opt, range,
+      [&](std::uint64_t p) {
+        return stream_brownian(random_stream(opt.seed, p), k, iopt.levy_area);
+      },
+      true);
 }
 
 template <class Stepper, class S, class State>

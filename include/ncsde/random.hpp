@@ -67,4 +67,13 @@ class random_stream {
   std::uint64_t m_path;
 };
 
+/// The normals of `lanes` streams (seed, paths[l]) at one address, for stepping several paths at
+/// once (batched.hpp): out[j·stride + l] = entry j of random_stream(seed, paths[l]).normals(domain,
+/// i0, i1, …), bit for bit, for j < count and l < lanes (1 ≤ lanes ≤ 16, stride ≥ lanes). The
+/// streams are computed side by side, one per SIMD lane, on the same instruction-set path as
+/// random_stream. Throws ncsde::invalid_argument for lanes or stride out of range.
+void lane_normals(std::uint64_t seed, const std::uint64_t* paths, int lanes, random_domain domain,
+                  std::uint64_t i0, std::uint64_t i1, double* out, std::ptrdiff_t count,
+                  std::ptrdiff_t stride);
+
 }  // namespace ncsde

@@ -14,6 +14,7 @@
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "support/ensemble_compare.hpp"
 
 namespace {
 
@@ -24,6 +25,9 @@ using ncsde::matrix;
 using ncsde::path_status;
 using ncsde::problem;
 using ncsde::vector;
+using ncsde::test::all_outputs;
+using ncsde::test::check_identical;
+using ncsde::test::same_double;
 
 /// dV = a V³ dt + σ dB on 2×2 symmetric V, with B a 3-parameter symmetric Brownian motion
 /// (σξ_0 on V11, σξ_1/√2 on V12 = V21, σξ_2 on V22). From V0 = [[1, .8], [.8, 1]] (eigenvalues 1.8 and
@@ -76,55 +80,6 @@ ensemble_options make_ensemble_options(int threads, std::uint64_t seed = 5) {
   return eo;
 }
 
-bool same_moments(const ncsde::moments& a, const ncsde::moments& b) {
-  return a.count() == b.count() && a.mean() == b.mean() && a.covariance() == b.covariance();
-}
-
-/// Bitwise equality, with NaN equal to NaN (min_eigenvalue is NaN when nothing was violated).
-bool same_double(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
-
-void check_identical(const ensemble_result& a, const ensemble_result& b) {
-  CHECK(a.completed == b.completed);
-  CHECK(a.blown_up == b.blown_up);
-  CHECK(a.stopped == b.stopped);
-  CHECK(same_moments(a.terminal, b.terminal));
-  CHECK(same_moments(a.at_stop, b.at_stop));
-  REQUIRE(a.saved.size() == b.saved.size());
-  for (std::size_t i = 0; i < a.saved.size(); ++i) CHECK(same_moments(a.saved[i], b.saved[i]));
-  CHECK(a.explosion_times == b.explosion_times);
-  CHECK(a.stop_times == b.stop_times);
-  CHECK(a.pd.violations == b.pd.violations);
-  CHECK(a.pd.projected == b.pd.projected);
-  CHECK(a.pd.refined == b.pd.refined);
-  CHECK(a.pd.boundary == b.pd.boundary);
-  CHECK(same_double(a.pd.min_eigenvalue, b.pd.min_eigenvalue));
-  CHECK(a.paths_with_violations == b.paths_with_violations);
-  REQUIRE(a.functionals.size() == b.functionals.size());
-  for (std::size_t f = 0; f < a.functionals.size(); ++f) {
-    CHECK(a.functionals[f].name == b.functionals[f].name);
-    CHECK(a.functionals[f].completed == b.functionals[f].completed);
-    CHECK(a.functionals[f].all == b.functionals[f].all);
-    CHECK(same_double(a.functionals[f].completed_mean, b.functionals[f].completed_mean));
-    CHECK(same_double(a.functionals[f].completed_stderr, b.functionals[f].completed_stderr));
-  }
-  REQUIRE(a.records.size() == b.records.size());
-  long long differing = 0;
-  for (std::size_t p = 0; p < a.records.size(); ++p) {
-    const auto& x = a.records[p];
-    const auto& y = b.records[p];
-    const bool same_packed =
-        x.packed.size() == y.packed.size() &&
-        std::equal(x.packed.begin(), x.packed.end(), y.packed.begin(), same_double);
-    bool same_saved = x.saved.size() == y.saved.size();
-    for (std::size_t j = 0; same_saved && j < x.saved.size(); ++j)
-      same_saved =
-          std::equal(x.saved[j].begin(), x.saved[j].end(), y.saved[j].begin(), same_double);
-    differing += !(x.path == y.path && x.status == y.status && x.t_stop == y.t_stop &&
-                   same_packed && same_saved);
-  }
-  CHECK(differing == 0);
-}
-
 std::vector<std::string> split(const std::string& line, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(line);
@@ -162,20 +117,6 @@ TEST_CASE(
   check_identical(ncsde::run_ensemble(em, prob, io, small),
                   ncsde::run_ensemble(em, prob, io, small1));
 }
-
-namespace {
-
-/// Every output of a run as text: the JSON summary (timing zeroed), the CSV of the paths and of
-/// the saved states, so that two runs can be compared byte for byte.
-std::string all_outputs(ensemble_result r) {
-  r.seconds = 0.0;
-  std::ostringstream csv, saved;
-  ncsde::write_csv(r, csv);
-  ncsde::write_saved_csv(r, saved);
-  return ncsde::summary_json(r) + "\n" + csv.str() + "\n" + saved.str();
-}
-
-}  // namespace
 
 TEST_CASE(
     "run_ensemble_range: any cut of [0, N) into pieces, merged (also through bytes), is the one "

@@ -1,0 +1,323 @@
+#pragma once
+/// The batched path engine: Euler–Maruyama on a group of batch_width paths at once, for SDEs with a
+/// batched form (BatchedSde, lanes.hpp). run_ensemble() uses it when ensemble_options::batched is
+/// set and the run allows it (batched_run_allowed below); every other run, and every SDE without a
+/// batched form, steps path by path (integrate.hpp), unchanged.
+///
+/// Per-path semantics are those of path_integrator, lane by lane:
+///  - lane l is path first + l and draws its increments from the same stream (seed, path) at the
+///    same addresses (lane_normals gives random_stream's numbers bit for bit);
+///  - each lane has its own blow-up, stop condition, symmetrisation, cone check and pd_policy, its
+///    own counters and its own status; a lane that has stopped is masked (its row is reset to V0 and
+///    its results kept) while the others go on, and a lane that is projected is projected alone;
+///  - the step is V + (b dt + G dW), the same operations in the same order as euler_maruyama.
+/// So a path's result is that of the unbatched path up to the SDE's batched coefficients: when
+/// drift_lanes and diffusion_lanes perform the per-path operations in the same order (gbm, the
+/// scalar and vector examples) the results are bit-identical; otherwise (a matrix product summed in
+/// another order than Eigen's) they agree to round-off while the paths stay off the cone's
+/// boundary (a coefficient that switches branch there, as gram_factor switches from the Cholesky
+/// factor to the PSD square root, may take the other branch on a boundary state). The cone check on fixed sizes m ∈
+/// fixed_sizes uses lane_cholesky, which is small_cholesky lane by lane, so classification is the
+/// per-path one; lanes whose factorisation fails are classified by the per-path checker.
+/// Lanes never interact, so results do not depend on the grouping, the thread count or the path
+/// range (ensemble.hpp).
+///
+/// Not batched (these run path by path): other schemes, adaptive steps (step_control other than
+/// fixed: lanes would no longer share a step), pd_policy refine (a refined lane would take its own
+/// sub-steps), and sources other than the default (seed, path) stream.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <type_traits>
+
+#include "ncsde/error.hpp"
+#include "ncsde/integrate.hpp"
+#include "ncsde/lanes.hpp"
+#include "ncsde/psd.hpp"
+#include "ncsde/random.hpp"
+#include "ncsde/state_space.hpp"
+
+namespace ncsde {
+
+/// A run the batched engine can take: fixed steps and a pd_policy other than refine.
+inline bool batched_run_allowed(const integrate_options& resolved) {
+  return resolved.control == step_control::fixed && resolved.policy != pd_policy::refine;
+}
+
+namespace detail {
+
+/// The lowest failing lane of a group and its error (lane −1: none).
+struct lane_failure {
+  int lane = -1;
+  std::exception_ptr error;
+
+  void record(int l, std::exception_ptr e) {
+    if (lane < 0 || l < lane) {
+      lane = l;
+      error = std::move(e);
+    }
+  }
+};
+
+/// Euler–Maruyama on lane groups of an SDE S with a batched form, states of type State (a
+/// compile-time-sized matrix or vector, or the dynamic type). One per worker thread: it holds the
+/// lane blocks and the per-lane checker.
+template <class S, class State>
+class lane_integrator {
+ public:
+  static constexpr state_space space = state_space_of<S>;
+  static constexpr int W = batch_width;
+  using result_type = basic_path_result<State>;
+
+  /// opt: the run's resolved options (batched_run_allowed); k: the noise dimension.
+  lane_integrator(const S& sde, const integrate_options& opt, std::uint64_t seed, int k)
+      : m_sde(sde), m_opt(opt), m_seed(seed), m_k(k) {}
+
+  /// Runs the paths first, …, first + lanes − 1 (1 ≤ lanes ≤ batch_width) from v0 on `grid` into
+  /// results[0, lanes); errors go to `failure` (the lowest failing lane), and a failed lane's
+  /// result is unspecified.
+  void run(long long first, int lanes, const State& v0, const step_grid& grid,
+           std::array<result_type, W>& results, lane_failure& failure) {
+    const Eigen::Index rows = v0.rows(), cols = v0.cols(), K = rows * cols;
+    m_first = first;
+    m_rows = rows;
+    m_cols = cols;
+    m_v.resize(W, K);
+    m_trial.resize(W, K);
+    m_drift.resize(W, K);
+    m_noise.resize(W, K);
+    m_z.setZero(W, m_k);
+    m_dw.resize(W, m_k);
+    for (Eigen::Index b = 0; b < cols; ++b)
+      for (Eigen::Index a = 0; a < rows; ++a) m_v.col(a + b * rows).setConstant(v0(a, b));
+    const lane_block start = m_v;
+    std::array<std::uint64_t, W> paths{};
+    std::array<bool, W> active{};
+    for (int l = 0; l < W; ++l) {
+      paths[static_cast<std::size_t>(l)] = static_cast<std::uint64_t>(first + l);
+      active[static_cast<std::size_t>(l)] = l < lanes;
+      result_type& r = results[static_cast<std::size_t>(l)];
+      r = result_type{};
+      r.t_stop = grid.t0;
+    }
+    int alive = lanes;
+    std::size_t next_save = 0;
+    auto save_due = [&](long long i) {
+      while (next_save < grid.save_steps.size() && grid.save_steps[next_save] == i) {
+        for (int l = 0; l < lanes; ++l)
+          if (active[static_cast<std::size_t>(l)])
+            results[static_cast<std::size_t>(l)].saved.push_back(lane_state(m_v, l));
+        ++next_save;
+      }
+    };
+    auto finish = [&](int l, path_status st) {
+      result_type& r = results[static_cast<std::size_t>(l)];
+      r.status = st;
+      r.v = lane_state(m_v, l);
+      active[static_cast<std::size_t>(l)] = false;
+      m_v.row(l) = start.row(l);  // a benign state for the masked lane
+      --alive;
+    };
+    auto fail = [&](int l, std::exception_ptr e) {
+      failure.record(l, std::move(e));
+      active[static_cast<std::size_t>(l)] = false;
+      m_v.row(l) = start.row(l);
+      --alive;
+    };
+    save_due(0);
+    for (long long i = 0; i < grid.steps && alive > 0; ++i) {
+      const double t = grid.time(i);
+      const double h = grid.step_size(i);
+      try {
+        lane_normals(m_seed, paths.data(), lanes, random_domain::increments,
+                     static_cast<std::uint64_t>(i), 0, m_z.data(), m_k, W);
+        m_dw = m_z * std::sqrt(h);  // as stream_brownian: dw = z·√dt
+        m_sde.drift_lanes(m_v, m_drift, t);
+        m_sde.diffusion_lanes(m_v, m_dw, m_noise, t);
+      } catch (...) {
+        // Not attributable to a lane: the group's first live path.
+        for (int l = 0; l < lanes; ++l)
+          if (active[static_cast<std::size_t>(l)]) {
+            fail(l, std::current_exception());
+            break;
+          }
+        return;
+      }
+      check_shape(m_drift, "drift_lanes", K);
+      check_shape(m_noise, "diffusion_lanes", K);
+      const lane_mask drift_ok = m_drift.isFinite().rowwise().all();
+      const lane_mask noise_ok = m_noise.isFinite().rowwise().all();
+      m_trial = m_v + (h * m_drift + m_noise);  // euler_maruyama: v += dt·b + G dW
+      if constexpr (space == state_space::psd_cone && State::RowsAtCompileTime != Eigen::Dynamic) {
+        symmetrize_lanes(lanes, active);
+        lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_factored);
+      }
+      for (int l = 0; l < lanes; ++l) {
+        if (!active[static_cast<std::size_t>(l)]) continue;
+        result_type& r = results[static_cast<std::size_t>(l)];
+        const long long path = first + l;
+        if (!drift_ok(l) || !noise_ok(l)) {
+          fail(l,
+               std::make_exception_ptr(evaluation_error(detail::format_message(
+                   "integrate: the {} returned a non-finite value at path {}, step {}, t = {} "
+                   "(max |V| = {:.6g})",
+                   drift_ok(l) ? "noise map" : "drift", path, i, t, m_v.row(l).abs().maxCoeff()))));
+          continue;
+        }
+        try {
+          const path_status st = settle(l, r, t, h, i);
+          r.steps = i + 1;
+          r.t_stop = grid.time(i + 1);
+          if (st == path_status::blown_up) {
+            r.t_stop = t + h;
+            m_v.row(l) = m_trial.row(l);
+            finish(l, st);
+            continue;
+          }
+          m_v.row(l) = m_trial.row(l);
+          if (m_opt.stop_condition) {
+            m_dynamic = lane_state(m_v, l);
+            if (m_opt.stop_condition(m_dynamic, r.t_stop)) finish(l, path_status::stopped);
+          }
+        } catch (...) {
+          fail(l, std::current_exception());
+        }
+      }
+      save_due(i + 1);
+    }
+    for (int l = 0; l < lanes; ++l)
+      if (active[static_cast<std::size_t>(l)]) {
+        results[static_cast<std::size_t>(l)].t_stop = grid.time(grid.steps);
+        finish(l, path_status::completed);
+      }
+  }
+
+ private:
+  /// Lane l of `block` as a state.
+  State lane_state(const lane_block& block, int l) const {
+    State x(m_rows, m_cols);
+    for (Eigen::Index b = 0; b < m_cols; ++b)
+      for (Eigen::Index a = 0; a < m_rows; ++a) x(a, b) = block(l, a + b * m_rows);
+    return x;
+  }
+  void store_lane(const State& x, int l) {
+    for (Eigen::Index b = 0; b < m_cols; ++b)
+      for (Eigen::Index a = 0; a < m_rows; ++a) m_trial(l, a + b * m_rows) = x(a, b);
+  }
+
+  static void check_shape(const lane_block& out, const char* which, Eigen::Index K) {
+    if (out.cols() != K)
+      throw evaluation_error(format_message(
+          "integrate: {} returned {} coordinates per lane for a state of {} coordinates", which,
+          out.cols(), K));
+  }
+
+  /// symmetrize_measured on the trial rows of the live lanes (fixed-size cone states, before the
+  /// lane Cholesky; settle() then measures nothing more).
+  void symmetrize_lanes(int lanes, const std::array<bool, W>& active) {
+    for (int l = 0; l < lanes; ++l)
+      if (active[static_cast<std::size_t>(l)]) m_asymmetry(l) = symmetrize_row(l);
+  }
+
+  /// symmetrize_measured (state_space.hpp) on row l of m_trial: the same operations.
+  double symmetrize_row(int l) {
+    const Eigen::Index m = m_rows;
+    double worst = 0.0;
+    for (Eigen::Index b = 0; b < m; ++b) {
+      double& d = m_trial(l, b + b * m);
+      d = 0.5 * (d + d);
+      for (Eigen::Index a = b + 1; a < m; ++a) {
+        double& x_ab = m_trial(l, a + b * m);
+        double& x_ba = m_trial(l, b + a * m);
+        const double diff = std::abs(x_ab - x_ba);
+        if (!(diff <= worst)) worst = diff;
+        const double x = 0.5 * (x_ab + x_ba);
+        x_ab = x;
+        x_ba = x;
+      }
+    }
+    return worst;
+  }
+
+  /// path_integrator::settle for lane l: blow-up, symmetry, the cone and its policy; on success the
+  /// trial row is the new state.
+  path_status settle(int l, result_type& r, double t, double h, long long grid_step) {
+    double asymmetry = 0.0;
+    if constexpr (is_symmetric_space(space)) {
+      if constexpr (space == state_space::psd_cone && State::RowsAtCompileTime != Eigen::Dynamic)
+        asymmetry = m_asymmetry(l);
+      else
+        asymmetry = symmetrize_row(l);
+    }
+    const bool finite = m_trial.row(l).isFinite().all();
+    const double size = m_trial.row(l).abs().maxCoeff();
+    if (!finite || !(size <= m_opt.blowup_threshold)) return path_status::blown_up;
+    if constexpr (is_symmetric_space(space)) {
+      if (asymmetry > symmetry_tolerance * std::max(1.0, size))
+        throw evaluation_error(format_message(
+            "integrate: the drift or noise map returned a non-symmetric matrix at path {}, step "
+            "{}, t = {} (max |X - X^T| of the step = {:.3g}, above the round-off tolerance {:.3g}) "
+            "on the {} state space; coefficients there must be symmetric (declare "
+            "state_space::euclidean for a general matrix state)",
+            first_path_of(l), grid_step, t, asymmetry, symmetry_tolerance * std::max(1.0, size),
+            to_string(space)));
+    }
+    if constexpr (space != state_space::psd_cone) {
+      return path_status::completed;
+    } else {
+      bool factored = false;
+      if constexpr (State::RowsAtCompileTime != Eigen::Dynamic) factored = m_factored(l);
+      if (factored) return path_status::completed;
+      m_x = lane_state(m_trial, l);
+      const psd_result pr = m_checker.check(m_x);
+      if (pr.status == psd_status::boundary) ++r.pd.boundary;
+      if (pr.status != psd_status::outside) return path_status::completed;
+      ++r.pd.violations;
+      if (!(r.pd.min_eigenvalue <= pr.min_eigenvalue)) r.pd.min_eigenvalue = pr.min_eigenvalue;
+      switch (m_opt.policy) {
+        case pd_policy::count:
+          return path_status::completed;
+        case pd_policy::automatic:
+        case pd_policy::project:
+          m_checker.project(m_x, m_opt.pd_floor);
+          ++r.pd.projected;
+          store_lane(m_x, l);
+          return path_status::completed;
+        case pd_policy::throw_error:
+          throw pd_violation(
+              format_message(
+                  "integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
+                  "(smallest eigenvalue {:.6g})",
+                  first_path_of(l), grid_step, t + h, pr.min_eigenvalue),
+              first_path_of(l), grid_step, t + h, pr.min_eigenvalue);
+        case pd_policy::refine:
+          break;
+      }
+      throw invalid_argument("integrate: pd policy 'refine' is not taken by the batched engine");
+    }
+  }
+
+  long long first_path_of(int l) const { return m_first + l; }
+
+  S m_sde;  ///< a copy per worker (coefficients may keep mutable workspaces)
+  const integrate_options& m_opt;
+  std::uint64_t m_seed;
+  int m_k;
+  long long m_first = 0;
+  Eigen::Index m_rows = 0, m_cols = 0;
+  lane_block m_v, m_trial, m_drift, m_noise, m_z, m_dw, m_factor;
+  lane_mask m_factored = lane_mask::Constant(false);
+  lane_column m_asymmetry = lane_column::Zero();
+  State m_x;
+  matrix m_dynamic;
+  std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>
+      m_checker;
+};
+
+}  // namespace detail
+}  // namespace ncsde

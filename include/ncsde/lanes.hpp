@@ -1,0 +1,66 @@
+#pragma once
+/// Lanes: the states of several paths side by side, for SDEs that can evaluate their drift and noise
+/// map on a whole group of paths at once (the batched engine, batched.hpp).
+///
+/// A lane group holds batch_width paths. Its states are a lane_block: one row per lane (path), one
+/// column per coordinate, stored column-major, so that the batch_width values of one coordinate are
+/// contiguous and one SIMD instruction advances several paths (Eigen's packet math: SSE2, AVX,
+/// AVX-512 or NEON, whichever the translation unit is compiled for). The coordinates of a state are
+/// its entries in Eigen's storage order: entry (a, b) of an m×m matrix is column a + b·m, entry i
+/// of a vector column i. An increment block holds the noise ξ of every lane the same way
+/// (batch_width × k).
+///
+/// BatchedSde. An SDE offers its batched form with two members,
+///   s.drift_lanes(v, out, t):          out = b(t, V_l) in row l, for every lane l;
+///   s.diffusion_lanes(v, xi, out, t):  out = G(t, V_l) ξ_l in row l;
+/// out is sized by the caller (batch_width × coordinates). They compute the same maths as drift()
+/// and diffusion(), lane by lane; a lane's result must depend on that lane's row only (no reduction
+/// across lanes), so that a path's numbers do not depend on which paths share its group. An SDE
+/// without them runs path by path, unchanged.
+#include <Eigen/Core>
+
+namespace ncsde {
+
+/// Paths per lane group: 8 doubles, one AVX-512 register or two AVX registers per coordinate.
+inline constexpr int batch_width = 8;
+
+/// States (or increments) of one lane group: batch_width rows (lanes) × coordinates.
+using lane_block = Eigen::Array<double, batch_width, Eigen::Dynamic>;
+/// One value per lane.
+using lane_column = Eigen::Array<double, batch_width, 1>;
+/// One flag per lane.
+using lane_mask = Eigen::Array<bool, batch_width, 1>;
+
+template <class S>
+concept BatchedSde =
+    requires(const S& s, const lane_block& v, const lane_block& xi, lane_block& out, double t) {
+      s.drift_lanes(v, out, t);
+      s.diffusion_lanes(v, xi, out, t);
+    };
+
+/// Cholesky factors of the m×m states of a lane group, lane by lane: l (batch_width × m², lower
+/// triangle, upper set to 0) gets L_l with L_l L_lᵀ = V_l in row l, by the left-looking column
+/// algorithm of detail::small_cholesky (psd.hpp) in the same order of operations, so a lane's factor
+/// is bit-identical to small_cholesky's on the same matrix. ok(l) is false when a pivot of lane l
+/// is not > 0 (or is NaN): V_l is then not numerically positive definite and row l of l is
+/// unspecified. Reads only the lower triangle of v.
+inline void lane_cholesky(const lane_block& v, int m, lane_block& l, lane_mask& ok) {
+  l.setZero(batch_width, static_cast<Eigen::Index>(m) * m);
+  ok.setConstant(true);
+  auto at = [m](int i, int j) { return static_cast<Eigen::Index>(i + j * m); };
+  lane_column d, s, ljj;
+  for (int j = 0; j < m; ++j) {
+    d = v.col(at(j, j));
+    for (int k = 0; k < j; ++k) d -= l.col(at(j, k)) * l.col(at(j, k));
+    ok = ok && (d > 0.0);
+    ljj = d.sqrt();
+    l.col(at(j, j)) = ljj;
+    for (int i = j + 1; i < m; ++i) {
+      s = v.col(at(i, j));
+      for (int k = 0; k < j; ++k) s -= l.col(at(i, k)) * l.col(at(j, k));
+      l.col(at(i, j)) = s / ljj;
+    }
+  }
+}
+
+}  // namespace ncsde

@@ -1,0 +1,386 @@
+// The batched engine (batched.hpp, lanes.hpp): lane streams and lane Cholesky bit for bit against
+// their per-path counterparts, batched ensembles against the unbatched ones (bit-identical where
+// the batched coefficients compute in the same order, to round-off otherwise), per-lane semantics
+// (blow-up, stop, cone exits and their policies, coefficient errors), and independence of the
+// thread count and the path range.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../../solvers/random_detail.hpp"
+#include "ncsde/analytic.hpp"
+#include "ncsde/batched.hpp"
+#include "ncsde/ensemble.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/steppers/milstein.hpp"
+#include "support/ensemble_compare.hpp"
+
+namespace {
+
+/// The message of any exception f throws ("" when it throws none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+using ncsde::batch_width;
+using ncsde::ensemble_options;
+using ncsde::ensemble_result;
+using ncsde::integrate_options;
+using ncsde::lane_block;
+using ncsde::matrix;
+using ncsde::problem;
+using ncsde::vector;
+using ncsde::test::all_outputs;
+using ncsde::test::check_identical;
+
+/// dV = a V³ dt + σ dB on 2×2 symmetric V (σξ₀ on V11, σξ₁/√2 on V12 = V21, σξ₂ on V22), written
+/// with explicit sums so that the per-path and the batched forms perform the same operations in
+/// the same order: a user SDE whose batched paths are bit-identical to its unbatched ones. From
+/// V0 = [[1, .8], [.8, 1]] with a = 0.1, σ = 0.8, dt = 0.02, T = 1 about a tenth of the paths
+/// exceed the blow-up threshold 10³ and many steps leave the cone.
+struct cubic_lanes {
+  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
+  double a = 0.1;
+  double sigma = 0.8;
+  double nan_above = std::numeric_limits<double>::infinity();  ///< drift NaN once |V12| exceeds it
+
+  int noise_dimension(int) const { return 3; }
+
+  /// (V³)(i, j) = Σ_k (Σ_l V(i, l) V(l, k)) V(k, j), sums in increasing index order; T is double
+  /// for one path, lane_column for a lane group.
+  template <class T, class At, class Out>
+  static void cube(At v, Out out) {
+    for (int j = 0; j < 2; ++j)
+      for (int i = 0; i < 2; ++i) {
+        T s = (v(i, 0) * v(0, 0) + v(i, 1) * v(1, 0)) * v(0, j);
+        s += (v(i, 0) * v(0, 1) + v(i, 1) * v(1, 1)) * v(1, j);
+        out(i, j, s);
+      }
+  }
+
+  // Templates on the state type, so that the engine steps square_matrix<2> (the fixed-size path,
+  // where the batched cone check is lane_cholesky).
+  template <class M>
+  void drift(const M& v, M& out, double) const {
+    out.resize(2, 2);
+    cube<double>([&](int i, int j) { return v(i, j); },
+                 [&](int i, int j, double s) { out(i, j) = a * s; });
+    if (std::abs(v(0, 1)) > nan_above) out(0, 0) = std::numeric_limits<double>::quiet_NaN();
+  }
+  template <class M>
+  void diffusion(const M& v, const vector& xi, M& out, double) const {
+    out.setZero(v.rows(), v.cols());
+    out(0, 0) = sigma * xi(0);
+    out(0, 1) = out(1, 0) = sigma * xi(1) / std::sqrt(2.0);
+    out(1, 1) = sigma * xi(2);
+  }
+
+  void drift_lanes(const lane_block& v, lane_block& out, double) const {
+    out.resize(batch_width, 4);
+    cube<ncsde::lane_column>(
+        [&](int i, int j) { return v.col(i + 2 * j); },
+        [&](int i, int j, const ncsde::lane_column& s) { out.col(i + 2 * j) = a * s; });
+    for (int l = 0; l < batch_width; ++l)
+      if (std::abs(v(l, 2)) > nan_above) out(l, 0) = std::numeric_limits<double>::quiet_NaN();
+  }
+  void diffusion_lanes(const lane_block&, const lane_block& xi, lane_block& out, double) const {
+    out.resize(batch_width, 4);
+    out.col(0) = sigma * xi.col(0);
+    out.col(1) = out.col(2) = sigma * xi.col(1) / std::sqrt(2.0);
+    out.col(3) = sigma * xi.col(2);
+  }
+};
+static_assert(ncsde::BatchedSde<cubic_lanes>);
+static_assert(ncsde::Sde<cubic_lanes, ncsde::square_matrix<2>>);
+static_assert(ncsde::BatchedSde<ncsde::analytic::gbm>);
+static_assert(ncsde::BatchedSde<ncsde::analytic::linear_covariance>);
+
+problem<cubic_lanes> cubic_problem() {
+  matrix v0(2, 2);
+  v0 << 1.0, 0.8, 0.8, 1.0;
+  return {cubic_lanes{}, v0, 1.0};
+}
+
+integrate_options cubic_options() {
+  integrate_options io;
+  io.dt = 0.02;
+  io.blowup_threshold = 1e3;
+  io.save_times = {0.5, 1.0};
+  return io;
+}
+
+ensemble_options options(int threads, bool batched, long long paths = 300) {
+  ensemble_options eo;
+  eo.paths = paths;
+  eo.seed = 5;
+  eo.threads = threads;
+  eo.keep_paths = true;
+  eo.batched = batched;
+  eo.progress = ncsde::progress_mode::off;
+  eo.functionals = {ncsde::correlation_functional(0, 1), ncsde::entry_functional(0, 0)};
+  return eo;
+}
+
+/// Largest |a − b| / (1 + |b|) over the paths' final states; statuses must agree.
+double largest_relative_difference(const ensemble_result& a, const ensemble_result& b) {
+  REQUIRE(a.records.size() == b.records.size());
+  double worst = 0.0;
+  for (std::size_t p = 0; p < a.records.size(); ++p) {
+    REQUIRE(a.records[p].status == b.records[p].status);
+    const vector& x = a.records[p].packed;
+    const vector& y = b.records[p].packed;
+    worst = std::max(worst, ((x - y).array().abs() / (1.0 + y.array().abs())).maxCoeff());
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("lane_normals: lane l is random_stream (seed, paths[l]) bit for bit, on every path") {
+  using ncsde::detail::simd_path;
+  const std::vector<std::uint64_t> paths = {0, 1, 2,      3,        17,       64, 65, 1000,
+                                            7, 8, 123456, 1u << 31, 99999999, 5,  6,  4};
+  for (const simd_path path : {simd_path::scalar, simd_path::avx2, simd_path::avx512}) {
+    if (!ncsde::detail::simd_path_supported(path)) continue;
+    for (const int lanes : {1, 3, 4, 8, 13, 16}) {
+      for (const std::ptrdiff_t count : {1, 2, 3, 16, 37}) {
+        CAPTURE(static_cast<int>(path));
+        CAPTURE(lanes);
+        CAPTURE(count);
+        const std::ptrdiff_t stride = lanes + 2;
+        std::vector<double> out(static_cast<std::size_t>(count * stride), -7.0);
+        ncsde::detail::lane_normals_on(path, 42, paths.data(), lanes,
+                                       ncsde::random_domain::increments, 9, 0, out.data(), count,
+                                       stride);
+        long long differing = 0;
+        std::vector<double> one(static_cast<std::size_t>(count));
+        for (int l = 0; l < lanes; ++l) {
+          ncsde::random_stream(42, paths[static_cast<std::size_t>(l)])
+              .normals(ncsde::random_domain::increments, 9, 0, one.data(), count);
+          for (std::ptrdiff_t j = 0; j < count; ++j)
+            differing +=
+                out[static_cast<std::size_t>(j * stride + l)] != one[static_cast<std::size_t>(j)];
+        }
+        CHECK(differing == 0);
+        // The padding between lanes and stride is left alone.
+        for (std::ptrdiff_t j = 0; j < count; ++j)
+          for (std::ptrdiff_t l = lanes; l < stride; ++l)
+            CHECK(out[static_cast<std::size_t>(j * stride + l)] == -7.0);
+      }
+    }
+  }
+  std::vector<double> out(64);
+  CHECK(error_of([&] {
+          ncsde::lane_normals(1, paths.data(), 17, ncsde::random_domain::increments, 0, 0,
+                              out.data(), 1, 17);
+        }).find("lanes") != std::string::npos);
+  CHECK(error_of([&] {
+          ncsde::lane_normals(1, paths.data(), 4, ncsde::random_domain::increments, 0, 0,
+                              out.data(), 1, 3);
+        }).find("stride") != std::string::npos);
+}
+
+TEST_CASE("lane_cholesky: each lane is small_cholesky bit for bit; non-PD lanes are flagged") {
+  constexpr int M = 4;
+  lane_block v(batch_width, M * M);
+  std::vector<ncsde::square_matrix<M>> mats;
+  for (int l = 0; l < batch_width; ++l) {
+    ncsde::square_matrix<M> x;
+    ncsde::random_stream(3, static_cast<std::uint64_t>(l))
+        .normals(ncsde::random_domain::user, 0, 0, x.data(), M * M);
+    ncsde::square_matrix<M> s = x * x.transpose();
+    if (l == 5) s(2, 2) = -1.0;                          // not PD
+    if (l == 6) s.col(1).setZero(), s.row(1).setZero();  // singular
+    mats.push_back(s);
+    for (int b = 0; b < M; ++b)
+      for (int a = 0; a < M; ++a) v(l, a + b * M) = s(a, b);
+  }
+  lane_block l(batch_width, M * M);
+  ncsde::lane_mask ok;
+  ncsde::lane_cholesky(v, M, l, ok);
+  for (int lane = 0; lane < batch_width; ++lane) {
+    CAPTURE(lane);
+    ncsde::square_matrix<M> expected;
+    const bool factored =
+        ncsde::detail::small_cholesky(mats[static_cast<std::size_t>(lane)], expected);
+    CHECK(ok(lane) == factored);
+    CHECK(factored == (lane != 5 && lane != 6));
+    if (!factored) continue;
+    for (int b = 0; b < M; ++b)
+      for (int a = 0; a < M; ++a) CHECK(l(lane, a + b * M) == expected(a, b));
+  }
+}
+
+TEST_CASE(
+    "batched run_ensemble: a user SDE computing in the same order gives bit-identical paths, with "
+    "blow-ups, cone exits and projections") {
+  const auto prob = cubic_problem();
+  const auto io = cubic_options();
+  const ncsde::euler_maruyama<> em;
+  const ensemble_result per_path = ncsde::run_ensemble(em, prob, io, options(1, false));
+  const ensemble_result batched = ncsde::run_ensemble(em, prob, io, options(1, true));
+  REQUIRE(per_path.blown_up >= 10);  // every kind of event is in the run
+  REQUIRE(per_path.pd.violations > 0);
+  CHECK(per_path.pd.projected == per_path.pd.violations);
+  check_identical(per_path, batched);
+  CHECK(all_outputs(per_path) == all_outputs(batched));
+
+  SUBCASE("count and throw policies, lane by lane") {
+    auto counted = io;
+    counted.policy = ncsde::pd_policy::count;
+    const ensemble_result a = ncsde::run_ensemble(em, prob, counted, options(2, false));
+    const ensemble_result b = ncsde::run_ensemble(em, prob, counted, options(2, true));
+    REQUIRE(a.pd.violations > 0);
+    CHECK(a.pd.projected == 0);
+    CHECK(all_outputs(a) == all_outputs(b));
+    auto thrown = io;
+    thrown.policy = ncsde::pd_policy::throw_error;
+    const std::string m1 =
+        error_of([&] { ncsde::run_ensemble(em, prob, thrown, options(2, false)); });
+    const std::string m2 =
+        error_of([&] { ncsde::run_ensemble(em, prob, thrown, options(2, true)); });
+    CHECK(m1.find("left the positive-semidefinite cone") != std::string::npos);
+    CHECK(m1 == m2);  // the same lowest path, step and eigenvalue
+  }
+  SUBCASE("a stop condition, lane by lane") {
+    auto stopping = io;
+    stopping.stop_condition = [](const matrix& v, double) { return v(0, 0) > 2.0; };
+    const ensemble_result a = ncsde::run_ensemble(em, prob, stopping, options(2, false));
+    const ensemble_result b = ncsde::run_ensemble(em, prob, stopping, options(2, true));
+    REQUIRE(a.stopped > 10);
+    CHECK(all_outputs(a) == all_outputs(b));
+  }
+  SUBCASE("a non-finite drift names the same lowest path as the unbatched run") {
+    auto p = prob;
+    p.sde.nan_above = 1.5;
+    const std::string m1 = error_of([&] { ncsde::run_ensemble(em, p, io, options(2, false)); });
+    const std::string m2 = error_of([&] { ncsde::run_ensemble(em, p, io, options(2, true)); });
+    CHECK(m1.find("the drift returned a non-finite value at path") != std::string::npos);
+    CHECK(m1 == m2);
+  }
+}
+
+TEST_CASE(
+    "batched run_ensemble: bit-identical for any thread count and any cut of the path range") {
+  const auto prob = cubic_problem();
+  const auto io = cubic_options();
+  const ncsde::euler_maruyama<> em;
+  const auto eo = options(2, true);
+  // The outputs but the reported thread count.
+  auto outputs = [](ensemble_result r) {
+    r.threads = 2;
+    return all_outputs(std::move(r));
+  };
+  const std::string expected = outputs(ncsde::run_ensemble(em, prob, io, options(1, true)));
+  CHECK(outputs(ncsde::run_ensemble(em, prob, io, eo)) == expected);
+  CHECK(outputs(ncsde::run_ensemble(em, prob, io, options(3, true))) == expected);
+  for (const std::vector<long long>& cut :
+       std::vector<std::vector<long long>>{{1}, {63, 65}, {7, 150, 299}}) {
+    std::vector<long long> ends = cut;
+    ends.insert(ends.begin(), 0);
+    ends.push_back(eo.paths);
+    std::vector<ncsde::ensemble_partial> pieces;
+    for (std::size_t i = 0; i + 1 < ends.size(); ++i)
+      pieces.push_back(
+          ncsde::run_ensemble_range(em, prob, io, eo, ncsde::path_range{ends[i], ends[i + 1]}));
+    CHECK(outputs(ncsde::finish_ensemble(ncsde::merge_partials(pieces), eo)) == expected);
+  }
+}
+
+TEST_CASE("batched run_ensemble: GBM paths are bit-identical to the unbatched ones (m = 1, 2, 3)") {
+  const ncsde::euler_maruyama<> em;
+  integrate_options io;
+  io.dt = 0.01;
+  io.save_times = {0.5};
+  for (const int m : {1, 2, 3}) {
+    CAPTURE(m);
+    matrix v0 = matrix::Identity(m, m);
+    if (m > 1) v0(0, 1) = v0(1, 0) = 0.3;
+    const problem<ncsde::analytic::gbm> prob{ncsde::analytic::gbm({0.5, 0.8}), v0, 1.0};
+    auto eo = options(2, false, 101);
+    eo.functionals.clear();
+    const ensemble_result a = ncsde::run_ensemble(em, prob, io, eo);
+    eo.batched = true;
+    const ensemble_result b = ncsde::run_ensemble(em, prob, io, eo);
+    check_identical(a, b);
+  }
+}
+
+TEST_CASE(
+    "batched run_ensemble: the linear covariance and Wishart SDEs agree with the unbatched paths "
+    "to round-off (fixed m = 2, 4, dynamic m = 5)") {
+  const ncsde::euler_maruyama<> em;
+  integrate_options io;
+  io.dt = 0.01;
+  for (const int m : {2, 4, 5}) {
+    CAPTURE(m);
+    matrix x(m, m);
+    ncsde::random_stream(11, static_cast<std::uint64_t>(m))
+        .normals(ncsde::random_domain::user, 0, 0, x.data(), m * m);
+    const matrix v0 = x * x.transpose() / m + 3.0 * matrix::Identity(m, m);
+    auto eo = options(2, false, 90);
+    eo.functionals.clear();
+    {
+      const problem<ncsde::analytic::linear_covariance> prob{{}, v0, 0.5};
+      const ensemble_result a = ncsde::run_ensemble(em, prob, io, eo);
+      auto eb = eo;
+      eb.batched = true;
+      const ensemble_result b = ncsde::run_ensemble(em, prob, io, eb);
+      // 50 steps of products of m terms: the round-off of a few hundred operations.
+      CHECK(largest_relative_difference(a, b) < 1e-12);
+      CHECK(a.pd.violations == b.pd.violations);
+    }
+    {
+      // Under `count`: a projected state lies on the cone's boundary, where the factor L jumps
+      // from the Cholesky factor to the PSD square root, and a round-off difference can take the
+      // other branch there ("agree to round-off" is a statement about paths off the boundary).
+      auto counted = io;
+      counted.policy = ncsde::pd_policy::count;
+      const problem<ncsde::analytic::wishart> prob{ncsde::analytic::wishart(m + 1.0), v0, 0.5};
+      const ensemble_result a = ncsde::run_ensemble(em, prob, counted, eo);
+      auto eb = eo;
+      eb.batched = true;
+      const ensemble_result b = ncsde::run_ensemble(em, prob, counted, eb);
+      CHECK(largest_relative_difference(a, b) < 1e-12);
+      CHECK(a.pd.violations == b.pd.violations);
+    }
+  }
+}
+
+TEST_CASE("batched run_ensemble: runs it cannot take are stepped path by path, unchanged") {
+  const auto prob = cubic_problem();
+  const auto io = cubic_options();
+  auto eo = options(2, true);
+  // Milstein, refine and adaptive steps: the batched flag changes nothing.
+  const ncsde::milstein<> mil;
+  auto off = eo;
+  off.batched = false;
+  CHECK(all_outputs(ncsde::run_ensemble(mil, prob, io, eo)) ==
+        all_outputs(ncsde::run_ensemble(mil, prob, io, off)));
+  const ncsde::euler_maruyama<> em;
+  // Outputs, or the error a run ends with.
+  auto outcome = [&](const integrate_options& o, const ensemble_options& e) {
+    std::string text;
+    const std::string error =
+        error_of([&] { text = all_outputs(ncsde::run_ensemble(em, prob, o, e)); });
+    return error.empty() ? text : error;
+  };
+  auto refine = io;
+  refine.policy = ncsde::pd_policy::refine;
+  refine.refine_depth = 12;
+  CHECK(outcome(refine, eo) == outcome(refine, off));
+  auto adaptive = io;
+  adaptive.control = ncsde::step_control::increment;
+  CHECK(outcome(adaptive, eo) == outcome(adaptive, off));
+}
