@@ -7,10 +7,12 @@
 #include <cmath>
 #include <numbers>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "../solvers/random_detail.hpp"
 #include "ncsde/analytic.hpp"
+#include "ncsde/ensemble.hpp"
 #include "ncsde/levy_area.hpp"
 #include "ncsde/noise.hpp"
 #include "ncsde/random.hpp"
@@ -164,6 +166,98 @@ void bench_em_dense(benchmark::State& state) {
 BENCHMARK(bench_em_structured)->RangeMultiplier(2)->Range(2, 16);
 BENCHMARK(bench_em_dense)->RangeMultiplier(2)->Range(2, 16);
 
+// Ensembles path by path vs batched (ensemble_options::batched, lane groups of batch_width paths),
+// one thread, 4096 paths, dt = 10⁻³, 200 steps: ns per path-step (counter ns_per_path_step; the
+// numbers bench/baselines/torch_em.py compares with a batched PyTorch Euler–Maruyama).
+//   batched/gbm/scalar/<mode>:      dX = μX dt + σX dW on ℝ (a vector state of length 1, euclidean);
+//   batched/gbm/cone/<mode>:        analytic::gbm on 1×1 matrices, the cone check after every step;
+//   batched/lincov/m:<m>/<mode>:    analytic::linear_covariance (k = m² noises, L W Lᵀ), m = 4, 8.
+struct scalar_gbm {
+  double mu = 0.5;
+  double sigma = 0.5;
+  int noise_dimension(int) const { return 1; }
+  template <class X>
+  void drift(const X& x, X& out, double) const {
+    out = mu * x;
+  }
+  template <class X>
+  void diffusion(const X& x, const ncsde::vector& xi, X& out, double) const {
+    out = (sigma * xi(0)) * x;
+  }
+  void drift_lanes(const ncsde::lane_block& v, ncsde::lane_block& out, double) const {
+    out = mu * v;
+  }
+  void diffusion_lanes(const ncsde::lane_block& v, const ncsde::lane_block& xi,
+                       ncsde::lane_block& out, double) const {
+    out.col(0) = (sigma * xi.col(0)) * v.col(0);
+  }
+};
+
+constexpr long long batched_paths = 4096;
+constexpr long long batched_steps = 200;
+
+template <class S, class State>
+void batched_ensemble(benchmark::State& state, const S& sde, const State& v0, bool batched) {
+  ncsde::integrate_options io;
+  io.dt = 1e-3;
+  ncsde::ensemble_options eo;
+  eo.paths = batched_paths;
+  eo.seed = 7;
+  eo.threads = 1;
+  eo.batched = batched;
+  eo.progress = ncsde::progress_mode::off;
+  const ncsde::problem<S, State> prob{sde, v0, io.dt * static_cast<double>(batched_steps)};
+  long long completed = 0;
+  for (auto _ : state) {
+    const ncsde::ensemble_result r = ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, eo);
+    completed = r.completed;
+    benchmark::DoNotOptimize(r.terminal.mean().data());
+  }
+  const double path_steps = static_cast<double>(batched_paths * batched_steps);
+  state.counters["ns_per_path_step"] =
+      benchmark::Counter(path_steps * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
+                                                benchmark::Counter::kInvert);
+  state.counters["paths"] = static_cast<double>(batched_paths);
+  state.counters["steps"] = static_cast<double>(batched_steps);
+  state.counters["incomplete_paths"] = static_cast<double>(batched_paths - completed);
+}
+
+void register_batched() {
+  for (const bool batched : {false, true}) {
+    const std::string mode = batched ? "batched" : "per_path";
+    benchmark::RegisterBenchmark(("batched/gbm/scalar/" + mode).c_str(),
+                                 [batched](benchmark::State& st) {
+                                   batched_ensemble(st, scalar_gbm{},
+                                                    ncsde::vector(ncsde::vector::Ones(1)), batched);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("batched/gbm/cone/" + mode).c_str(),
+                                 [batched](benchmark::State& st) {
+                                   batched_ensemble(st, ncsde::analytic::gbm{},
+                                                    ncsde::matrix(ncsde::matrix::Ones(1, 1)),
+                                                    batched);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    for (const int m : {4, 8})
+      benchmark::RegisterBenchmark(("batched/lincov/m:" + std::to_string(m) + "/" + mode).c_str(),
+                                   [batched, m](benchmark::State& st) {
+                                     batched_ensemble(st, ncsde::analytic::linear_covariance{},
+                                                      bench_state(m), batched);
+                                   })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  register_batched();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -18,7 +18,9 @@
 /// boundary (a coefficient that switches branch there, as gram_factor switches from the Cholesky
 /// factor to the PSD square root, may take the other branch on a boundary state). The cone check on fixed sizes m ∈
 /// fixed_sizes uses lane_cholesky, which is small_cholesky lane by lane, so classification is the
-/// per-path one; lanes whose factorisation fails are classified by the per-path checker.
+/// per-path one; on ncsde::matrix states (Eigen::LLT per path) a lane passes by lane_cholesky only
+/// with a wide margin over round-off. Lanes that do not pass are classified by the per-path
+/// checker.
 /// Lanes never interact, so results do not depend on the grouping, the thread count or the path
 /// range (ensemble.hpp).
 ///
@@ -153,9 +155,26 @@ class lane_integrator {
       const lane_mask drift_ok = m_drift.isFinite().rowwise().all();
       const lane_mask noise_ok = m_noise.isFinite().rowwise().all();
       m_trial = m_v + (h * m_drift + m_noise);  // euler_maruyama: v += dt·b + G dW
-      if constexpr (space == state_space::psd_cone && State::RowsAtCompileTime != Eigen::Dynamic) {
-        symmetrize_lanes(lanes, active);
+      measure_lanes();
+      if constexpr (space == state_space::psd_cone) {
         lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_factored);
+        if constexpr (State::RowsAtCompileTime == Eigen::Dynamic) {
+          // The per-path check factorises ncsde::matrix states with Eigen::LLT, whose sums run in
+          // another order: a lane counts as positive definite here only when its smallest pivot
+          // clears round-off by a wide margin (64·m·ε·max V_jj), where both factorisations
+          // succeed; the other lanes go to the per-path checker.
+          if (rows > 1) {
+            lane_column smallest = lane_column::Constant(std::numeric_limits<double>::infinity());
+            lane_column largest = lane_column::Zero();
+            for (Eigen::Index j = 0; j < rows; ++j) {
+              smallest = smallest.min(m_factor.col(j + j * rows).square());
+              largest = largest.max(m_trial.col(j + j * rows).abs());
+            }
+            m_factored =
+                m_factored && (smallest > 64.0 * static_cast<double>(rows) *
+                                              std::numeric_limits<double>::epsilon() * largest);
+          }
+        }
       }
       for (int l = 0; l < lanes; ++l) {
         if (!active[static_cast<std::size_t>(l)]) continue;
@@ -181,7 +200,7 @@ class lane_integrator {
           }
           m_v.row(l) = m_trial.row(l);
           if (m_opt.stop_condition) {
-            m_dynamic = lane_state(m_v, l);
+            lane_into(m_v, l, m_dynamic);
             if (m_opt.stop_condition(m_dynamic, r.t_stop)) finish(l, path_status::stopped);
           }
         } catch (...) {
@@ -201,9 +220,15 @@ class lane_integrator {
   /// Lane l of `block` as a state.
   State lane_state(const lane_block& block, int l) const {
     State x(m_rows, m_cols);
+    lane_into(block, l, x);
+    return x;
+  }
+  /// Lane l of `block` into x (sized already, or resized once).
+  template <class Out>
+  void lane_into(const lane_block& block, int l, Out& x) const {
+    x.resize(m_rows, m_cols);
     for (Eigen::Index b = 0; b < m_cols; ++b)
       for (Eigen::Index a = 0; a < m_rows; ++a) x(a, b) = block(l, a + b * m_rows);
-    return x;
   }
   void store_lane(const State& x, int l) {
     for (Eigen::Index b = 0; b < m_cols; ++b)
@@ -217,45 +242,43 @@ class lane_integrator {
           out.cols(), K));
   }
 
-  /// symmetrize_measured on the trial rows of the live lanes (fixed-size cone states, before the
-  /// lane Cholesky; settle() then measures nothing more).
-  void symmetrize_lanes(int lanes, const std::array<bool, W>& active) {
-    for (int l = 0; l < lanes; ++l)
-      if (active[static_cast<std::size_t>(l)]) m_asymmetry(l) = symmetrize_row(l);
-  }
-
-  /// symmetrize_measured (state_space.hpp) on row l of m_trial: the same operations.
-  double symmetrize_row(int l) {
-    const Eigen::Index m = m_rows;
-    double worst = 0.0;
-    for (Eigen::Index b = 0; b < m; ++b) {
-      double& d = m_trial(l, b + b * m);
-      d = 0.5 * (d + d);
-      for (Eigen::Index a = b + 1; a < m; ++a) {
-        double& x_ab = m_trial(l, a + b * m);
-        double& x_ba = m_trial(l, b + a * m);
-        const double diff = std::abs(x_ab - x_ba);
-        if (!(diff <= worst)) worst = diff;
-        const double x = 0.5 * (x_ab + x_ba);
-        x_ab = x;
-        x_ba = x;
+  /// The checks' measurements of every lane at once, in the per-path operations (settle() then
+  /// decides lane by lane): on symmetric spaces symmetrize_measured (state_space.hpp) lane-wise
+  /// (m_asymmetry, NaN kept), then whether each lane is finite and its max |X| (m_size).
+  void measure_lanes() {
+    if constexpr (is_symmetric_space(space)) {
+      const Eigen::Index m = m_rows;
+      m_asymmetry.setZero();
+      for (Eigen::Index b = 0; b < m; ++b) {
+        auto d = m_trial.col(b + b * m);
+        d = 0.5 * (d + d);  // as symmetrize(): d + d may overflow to inf
+        for (Eigen::Index a = b + 1; a < m; ++a) {
+          auto x_ab = m_trial.col(a + b * m);
+          auto x_ba = m_trial.col(b + a * m);
+          m_column = (x_ab - x_ba).abs();
+          m_asymmetry = (m_column <= m_asymmetry).select(m_asymmetry, m_column);  // keeps a NaN
+          m_column = 0.5 * (x_ab + x_ba);
+          x_ab = m_column;
+          x_ba = m_column;
+        }
       }
     }
-    return worst;
+    // x − x is 0 for finite x and NaN otherwise; the max of finite values does not depend on the
+    // order in which it is taken.
+    m_nonfinite.setZero();
+    m_size.setZero();
+    for (Eigen::Index c = 0; c < m_trial.cols(); ++c) {
+      m_nonfinite += m_trial.col(c) - m_trial.col(c);
+      m_size = m_size.max(m_trial.col(c).abs());
+    }
   }
 
   /// path_integrator::settle for lane l: blow-up, symmetry, the cone and its policy; on success the
   /// trial row is the new state.
   path_status settle(int l, result_type& r, double t, double h, long long grid_step) {
-    double asymmetry = 0.0;
-    if constexpr (is_symmetric_space(space)) {
-      if constexpr (space == state_space::psd_cone && State::RowsAtCompileTime != Eigen::Dynamic)
-        asymmetry = m_asymmetry(l);
-      else
-        asymmetry = symmetrize_row(l);
-    }
-    const bool finite = m_trial.row(l).isFinite().all();
-    const double size = m_trial.row(l).abs().maxCoeff();
+    const double asymmetry = m_asymmetry(l);
+    const bool finite = m_nonfinite(l) == 0.0;
+    const double size = m_size(l);
     if (!finite || !(size <= m_opt.blowup_threshold)) return path_status::blown_up;
     if constexpr (is_symmetric_space(space)) {
       if (asymmetry > symmetry_tolerance * std::max(1.0, size))
@@ -270,10 +293,8 @@ class lane_integrator {
     if constexpr (space != state_space::psd_cone) {
       return path_status::completed;
     } else {
-      bool factored = false;
-      if constexpr (State::RowsAtCompileTime != Eigen::Dynamic) factored = m_factored(l);
-      if (factored) return path_status::completed;
-      m_x = lane_state(m_trial, l);
+      if (m_factored(l)) return path_status::completed;
+      lane_into(m_trial, l, m_x);
       const psd_result pr = m_checker.check(m_x);
       if (pr.status == psd_status::boundary) ++r.pd.boundary;
       if (pr.status != psd_status::outside) return path_status::completed;
@@ -312,7 +333,8 @@ class lane_integrator {
   Eigen::Index m_rows = 0, m_cols = 0;
   lane_block m_v, m_trial, m_drift, m_noise, m_z, m_dw, m_factor;
   lane_mask m_factored = lane_mask::Constant(false);
-  lane_column m_asymmetry = lane_column::Zero();
+  lane_column m_asymmetry = lane_column::Zero(), m_size = lane_column::Zero();
+  lane_column m_nonfinite = lane_column::Zero(), m_column = lane_column::Zero();
   State m_x;
   matrix m_dynamic;
   std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>
