@@ -103,9 +103,13 @@ class lane_integrator {
     for (int l = 0; l < W; ++l) {
       paths[static_cast<std::size_t>(l)] = static_cast<std::uint64_t>(first + l);
       active[static_cast<std::size_t>(l)] = l < lanes;
-      result_type& r = results[static_cast<std::size_t>(l)];
-      r = result_type{};
+      result_type& r = results[static_cast<std::size_t>(l)];  // reset (r.v is set by finish)
+      r.status = path_status::completed;
       r.t_stop = grid.t0;
+      r.steps = 0;
+      r.pd = pd_counters{};
+      r.stepping = step_stats{};
+      r.saved.clear();
     }
     int alive = lanes;
     std::size_t next_save = 0;
