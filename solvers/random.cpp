@@ -331,30 +331,28 @@ template <class P>
 /// dependent Philox rounds of one pack overlap with those of the others): Philox4x32-10 at counter
 /// (lo(h1 ⊕ p), hi(h1 ⊕ p), c2, c3) gives words w0..w3; a = w1·2^32 + w0, b = w3·2^32 + w2, and
 /// each becomes ((x >> 11) + 1)·2^-53 ∈ (0, 1].
+/// The ten Philox4x32 rounds on U packs of counter words r0..r3 with round keys k0[r], k1[r], then
+/// the two uniforms of each pack: a = w1·2^32 + w0, b = w3·2^32 + w2, each ((x >> 11) + 1)·2^-53 ∈
+/// (0, 1]. The U packs side by side, so that the dependent rounds of one overlap with those of the
+/// others. (Plain arrays, not a callback: a lambda would not carry the caller's target attribute,
+/// and passing vector registers across that boundary changes the calling convention.)
 template <class P, int U>
-[[gnu::always_inline]] inline void uniform_pairs(const block_key& key, std::uint64_t first,
-                                                 typename P::vd (&ua)[U], typename P::vd (&ub)[U]) {
+[[gnu::always_inline]] inline void philox_uniforms(typename P::vu (&r0)[U], typename P::vu (&r1)[U],
+                                                   typename P::vu (&r2)[U], typename P::vu (&r3)[U],
+                                                   const typename P::vu (&k0)[10],
+                                                   const typename P::vu (&k1)[10],
+                                                   typename P::vd (&ua)[U],
+                                                   typename P::vd (&ub)[U]) {
   using vu = typename P::vu;
   const vu m0 = P::dupu(0xD2511F53);  // Random123's PHILOX_M4x32_0, _1
   const vu m1 = P::dupu(0xCD9E8D57);
-  vu r0[U], r1[U], r2[U], r3[U];
-  for (int u = 0; u < U; ++u) {
-    const vu x =
-        P::xor_(P::iota(first + static_cast<std::uint64_t>(u * P::lanes)), P::dupu(key.h1));
-    r0[u] = x;
-    r1[u] = P::template shr<32>(x);
-    r2[u] = P::dupu(key.c2);
-    r3[u] = P::dupu(key.c3);
-  }
   for (std::size_t round = 0; round < 10; ++round) {
-    const vu k0 = P::dupu(key.k0[round]);
-    const vu k1 = P::dupu(key.k1[round]);
     for (int u = 0; u < U; ++u) {
       const vu p0 = P::mul32(r0[u], m0);
       const vu p1 = P::mul32(r2[u], m1);
-      r0[u] = P::xor3(P::template shr<32>(p1), r1[u], k0);
+      r0[u] = P::xor3(P::template shr<32>(p1), r1[u], k0[round]);
       r1[u] = p1;
-      r2[u] = P::xor3(P::template shr<32>(p0), r3[u], k1);
+      r2[u] = P::xor3(P::template shr<32>(p0), r3[u], k1[round]);
       r3[u] = p0;
     }
   }
@@ -367,21 +365,48 @@ template <class P, int U>
   }
 }
 
+/// Box–Muller in place on U packs of uniform pairs: x ← √(−2 ln x)·cos 2πy, y ← √(−2 ln x)·sin 2πy.
+template <class P, int U>
+[[gnu::always_inline]] inline void box_muller(typename P::vd (&x)[U], typename P::vd (&y)[U]) {
+  for (int u = 0; u < U; ++u) {
+    typename P::vd s, c;
+    const typename P::vd radius = P::sqrt(P::mul(P::dup(-2.0), log_kernel<P>(x[u])));
+    sincos_kernel<P>(y[u], s, c);
+    x[u] = P::mul(radius, c);
+    y[u] = P::mul(radius, s);
+  }
+}
+
+/// The two uniforms of pairs first, …, first + U·lanes − 1 of one block: Philox4x32-10 at counter
+/// (lo(h1 ⊕ p), hi(h1 ⊕ p), c2, c3) with the block's round keys (philox_uniforms).
+template <class P, int U>
+[[gnu::always_inline]] inline void uniform_pairs(const block_key& key, std::uint64_t first,
+                                                 typename P::vd (&ua)[U], typename P::vd (&ub)[U]) {
+  using vu = typename P::vu;
+  vu r0[U], r1[U], r2[U], r3[U];
+  for (int u = 0; u < U; ++u) {
+    const vu x =
+        P::xor_(P::iota(first + static_cast<std::uint64_t>(u * P::lanes)), P::dupu(key.h1));
+    r0[u] = x;
+    r1[u] = P::template shr<32>(x);
+    r2[u] = P::dupu(key.c2);
+    r3[u] = P::dupu(key.c3);
+  }
+  vu k0[10], k1[10];
+  for (std::size_t round = 0; round < 10; ++round) {
+    k0[round] = P::dupu(key.k0[round]);
+    k1[round] = P::dupu(key.k1[round]);
+  }
+  philox_uniforms<P, U>(r0, r1, r2, r3, k0, k1, ua, ub);
+}
+
 /// Normals (Normal = true: Box–Muller on the uniforms of the same pairs, z0 = √(−2 ln a)·cos 2πb,
 /// z1 = √(−2 ln a)·sin 2πb) or the uniforms themselves (x = a, y = b), U packs of pairs.
 template <class P, int U, bool Normal>
 [[gnu::always_inline]] inline void pairs(const block_key& key, std::uint64_t first,
                                          typename P::vd (&x)[U], typename P::vd (&y)[U]) {
   uniform_pairs<P, U>(key, first, x, y);
-  if constexpr (Normal) {
-    for (int u = 0; u < U; ++u) {
-      typename P::vd s, c;
-      const typename P::vd radius = P::sqrt(P::mul(P::dup(-2.0), log_kernel<P>(x[u])));
-      sincos_kernel<P>(y[u], s, c);
-      x[u] = P::mul(radius, c);
-      y[u] = P::mul(radius, s);
-    }
-  }
+  if constexpr (Normal) box_muller<P, U>(x, y);
 }
 
 /// Fills out[0, count) of one block: 2·lanes·U numbers at a time, then single packs; a last partial
@@ -462,8 +487,6 @@ template <class P, int U, bool Normal>
 [[gnu::always_inline]] inline void lane_pairs(const lane_keys& keys, int lane, std::uint64_t p,
                                               typename P::vd (&x)[U], typename P::vd (&y)[U]) {
   using vu = typename P::vu;
-  const vu m0 = P::dupu(0xD2511F53);
-  const vu m1 = P::dupu(0xCD9E8D57);
   const vu h1 = P::loadu(keys.h1 + lane);
   vu r0[U], r1[U], r2[U], r3[U];
   for (int u = 0; u < U; ++u) {
@@ -475,38 +498,17 @@ template <class P, int U, bool Normal>
   }
   // Round r's key words are k + r·W (mod 2^32): a 64-bit add whose carries go to the upper half,
   // which no multiply or output reads.
-  vu k0 = P::loadu(keys.k0 + lane);
-  vu k1 = P::loadu(keys.k1 + lane);
-  const vu w0 = P::dupu(0x9E3779B9u);
+  vu k0[10], k1[10];
+  k0[0] = P::loadu(keys.k0 + lane);
+  k1[0] = P::loadu(keys.k1 + lane);
+  const vu w0 = P::dupu(0x9E3779B9u);  // Philox Weyl increments W0, W1
   const vu w1 = P::dupu(0xBB67AE85u);
-  for (std::size_t round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 = P::addu(k0, w0);
-      k1 = P::addu(k1, w1);
-    }
-    for (int u = 0; u < U; ++u) {
-      const vu p0 = P::mul32(r0[u], m0);
-      const vu p1 = P::mul32(r2[u], m1);
-      r0[u] = P::xor3(P::template shr<32>(p1), r1[u], k0);
-      r1[u] = p1;
-      r2[u] = P::xor3(P::template shr<32>(p0), r3[u], k1);
-      r3[u] = p0;
-    }
+  for (std::size_t round = 1; round < 10; ++round) {
+    k0[round] = P::addu(k0[round - 1], w0);
+    k1[round] = P::addu(k1[round - 1], w1);
   }
-  const vu low = P::dupu(0xFFFFFFFF);
-  for (int u = 0; u < U; ++u) {
-    const vu a = P::or_(P::template shl<32>(r1[u]), P::and_(r0[u], low));
-    const vu b = P::or_(P::template shl<32>(r3[u]), P::and_(r2[u], low));
-    x[u] = P::unit53(P::template shr<11>(a));
-    y[u] = P::unit53(P::template shr<11>(b));
-    if constexpr (Normal) {
-      typename P::vd s, co;
-      const typename P::vd radius = P::sqrt(P::mul(P::dup(-2.0), log_kernel<P>(x[u])));
-      sincos_kernel<P>(y[u], s, co);
-      x[u] = P::mul(radius, co);
-      y[u] = P::mul(radius, s);
-    }
-  }
+  philox_uniforms<P, U>(r0, r1, r2, r3, k0, k1, x, y);
+  if constexpr (Normal) box_muller<P, U>(x, y);
 }
 
 /// Stores pair p's numbers (x: entry 2p, y: entry 2p + 1) of lanes [lane, lane + P::lanes) cut to
