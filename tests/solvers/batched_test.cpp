@@ -331,30 +331,23 @@ TEST_CASE(
     const matrix v0 = x * x.transpose() / m + 3.0 * matrix::Identity(m, m);
     auto eo = options(2, false, 90);
     eo.functionals.clear();
-    {
-      const problem<ncsde::analytic::linear_covariance> prob{{}, v0, 0.5};
-      const ensemble_result a = ncsde::run_ensemble(em, prob, io, eo);
+    // The per-path and the batched run of one problem: the same statuses and cone exits, states
+    // within the round-off of a few hundred operations (50 steps of sums of m products).
+    auto compare = [&](const auto& prob, const integrate_options& o) {
+      const ensemble_result a = ncsde::run_ensemble(em, prob, o, eo);
       auto eb = eo;
       eb.batched = true;
-      const ensemble_result b = ncsde::run_ensemble(em, prob, io, eb);
-      // 50 steps of products of m terms: the round-off of a few hundred operations.
+      const ensemble_result b = ncsde::run_ensemble(em, prob, o, eb);
       CHECK(largest_relative_difference(a, b) < 1e-12);
       CHECK(a.pd.violations == b.pd.violations);
-    }
-    {
-      // Under `count`: a projected state lies on the cone's boundary, where the factor L jumps
-      // from the Cholesky factor to the PSD square root, and a round-off difference can take the
-      // other branch there ("agree to round-off" is a statement about paths off the boundary).
-      auto counted = io;
-      counted.policy = ncsde::pd_policy::count;
-      const problem<ncsde::analytic::wishart> prob{ncsde::analytic::wishart(m + 1.0), v0, 0.5};
-      const ensemble_result a = ncsde::run_ensemble(em, prob, counted, eo);
-      auto eb = eo;
-      eb.batched = true;
-      const ensemble_result b = ncsde::run_ensemble(em, prob, counted, eb);
-      CHECK(largest_relative_difference(a, b) < 1e-12);
-      CHECK(a.pd.violations == b.pd.violations);
-    }
+    };
+    compare(problem<ncsde::analytic::linear_covariance>{{}, v0, 0.5}, io);
+    // Under `count`: a projected state lies on the cone's boundary, where the factor L jumps from
+    // the Cholesky factor to the PSD square root, and a round-off difference can take the other
+    // branch there ("agree to round-off" is a statement about paths off the boundary).
+    auto counted = io;
+    counted.policy = ncsde::pd_policy::count;
+    compare(problem<ncsde::analytic::wishart>{ncsde::analytic::wishart(m + 1.0), v0, 0.5}, counted);
   }
 }
 
