@@ -331,28 +331,39 @@ template <class P>
 /// dependent Philox rounds of one pack overlap with those of the others): Philox4x32-10 at counter
 /// (lo(h1 ⊕ p), hi(h1 ⊕ p), c2, c3) gives words w0..w3; a = w1·2^32 + w0, b = w3·2^32 + w2, and
 /// each becomes ((x >> 11) + 1)·2^-53 ∈ (0, 1].
-/// The ten Philox4x32 rounds on U packs of counter words r0..r3 with round keys k0[r], k1[r], then
-/// the two uniforms of each pack: a = w1·2^32 + w0, b = w3·2^32 + w2, each ((x >> 11) + 1)·2^-53 ∈
-/// (0, 1]. The U packs side by side, so that the dependent rounds of one overlap with those of the
-/// others. (Plain arrays, not a callback: a lambda would not carry the caller's target attribute,
-/// and passing vector registers across that boundary changes the calling convention.)
-template <class P, int U>
-[[gnu::always_inline]] inline void philox_uniforms(typename P::vu (&r0)[U], typename P::vu (&r1)[U],
-                                                   typename P::vu (&r2)[U], typename P::vu (&r3)[U],
-                                                   const typename P::vu (&k0)[10],
-                                                   const typename P::vu (&k1)[10],
-                                                   typename P::vd (&ua)[U],
-                                                   typename P::vd (&ub)[U]) {
+/// The ten Philox4x32 rounds on U packs of counter words r0..r3, then the two uniforms of each pack:
+/// a = w1·2^32 + w0, b = w3·2^32 + w2, each ((x >> 11) + 1)·2^-53 ∈ (0, 1]. Round r's key words:
+/// the block's table (Weyl = false: one stream, key->k0[r], key->k1[r] broadcast) or first + r·W
+/// per lane (Weyl = true: several streams, a 64-bit add whose carries go to the upper half, which
+/// no multiply or output reads). The U packs side by side, so that the dependent rounds of one
+/// overlap with those of the others. (No callback for the keys: a lambda would not carry the
+/// caller's target attribute, and vector registers passed across that boundary change the calling
+/// convention.)
+template <class P, int U, bool Weyl>
+[[gnu::always_inline]] inline void philox_uniforms(
+    typename P::vu (&r0)[U], typename P::vu (&r1)[U], typename P::vu (&r2)[U],
+    typename P::vu (&r3)[U], const block_key* key, const typename P::vu& first0,
+    const typename P::vu& first1, typename P::vd (&ua)[U], typename P::vd (&ub)[U]) {
   using vu = typename P::vu;
   const vu m0 = P::dupu(0xD2511F53);  // Random123's PHILOX_M4x32_0, _1
   const vu m1 = P::dupu(0xCD9E8D57);
+  vu k0 = first0, k1 = first1;
   for (std::size_t round = 0; round < 10; ++round) {
+    if constexpr (Weyl) {
+      if (round > 0) {
+        k0 = P::addu(k0, P::dupu(0x9E3779B9u));  // Philox Weyl increments W0, W1
+        k1 = P::addu(k1, P::dupu(0xBB67AE85u));
+      }
+    } else {
+      k0 = P::dupu(key->k0[round]);
+      k1 = P::dupu(key->k1[round]);
+    }
     for (int u = 0; u < U; ++u) {
       const vu p0 = P::mul32(r0[u], m0);
       const vu p1 = P::mul32(r2[u], m1);
-      r0[u] = P::xor3(P::template shr<32>(p1), r1[u], k0[round]);
+      r0[u] = P::xor3(P::template shr<32>(p1), r1[u], k0);
       r1[u] = p1;
-      r2[u] = P::xor3(P::template shr<32>(p0), r3[u], k1[round]);
+      r2[u] = P::xor3(P::template shr<32>(p0), r3[u], k1);
       r3[u] = p0;
     }
   }
@@ -392,12 +403,7 @@ template <class P, int U>
     r2[u] = P::dupu(key.c2);
     r3[u] = P::dupu(key.c3);
   }
-  vu k0[10], k1[10];
-  for (std::size_t round = 0; round < 10; ++round) {
-    k0[round] = P::dupu(key.k0[round]);
-    k1[round] = P::dupu(key.k1[round]);
-  }
-  philox_uniforms<P, U>(r0, r1, r2, r3, k0, k1, ua, ub);
+  philox_uniforms<P, U, false>(r0, r1, r2, r3, &key, P::dupu(0), P::dupu(0), ua, ub);
 }
 
 /// Normals (Normal = true: Box–Muller on the uniforms of the same pairs, z0 = √(−2 ln a)·cos 2πb,
@@ -496,18 +502,8 @@ template <class P, int U, bool Normal>
     r2[u] = P::loadu(keys.c2 + lane);
     r3[u] = P::loadu(keys.c3 + lane);
   }
-  // Round r's key words are k + r·W (mod 2^32): a 64-bit add whose carries go to the upper half,
-  // which no multiply or output reads.
-  vu k0[10], k1[10];
-  k0[0] = P::loadu(keys.k0 + lane);
-  k1[0] = P::loadu(keys.k1 + lane);
-  const vu w0 = P::dupu(0x9E3779B9u);  // Philox Weyl increments W0, W1
-  const vu w1 = P::dupu(0xBB67AE85u);
-  for (std::size_t round = 1; round < 10; ++round) {
-    k0[round] = P::addu(k0[round - 1], w0);
-    k1[round] = P::addu(k1[round - 1], w1);
-  }
-  philox_uniforms<P, U>(r0, r1, r2, r3, k0, k1, x, y);
+  philox_uniforms<P, U, true>(r0, r1, r2, r3, nullptr, P::loadu(keys.k0 + lane),
+                              P::loadu(keys.k1 + lane), x, y);
   if constexpr (Normal) box_muller<P, U>(x, y);
 }
 
