@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numbers>
 #include <string>
 #include <utility>
@@ -191,16 +190,9 @@ void gram_factor::derivative(const matrix& h, matrix& out) {
 void lane_factors::factor(const lane_block& states, int m) {
   lane_cholesky(states, m, l, ok);
   // gram_factor's L is discontinuous at the cone's boundary (the Cholesky factor inside, the PSD
-  // square root once Cholesky fails), and its Cholesky sums run in Eigen's order: a lane whose
-  // smallest pivot is within a wide margin of round-off (64·m·ε·max V_jj) takes gram_factor
-  // itself, so that every lane makes the per-path choice of factor.
-  lane_column smallest = lane_column::Constant(std::numeric_limits<double>::infinity());
-  lane_column largest = lane_column::Zero();
-  for (int j = 0; j < m; ++j) {
-    smallest = smallest.min(l.col(j + j * m).square());
-    largest = largest.max(states.col(j + j * m).abs());
-  }
-  ok = ok && (smallest > 64.0 * m * std::numeric_limits<double>::epsilon() * largest);
+  // square root once Cholesky fails), and its Cholesky sums run in Eigen's order: a lane without a
+  // wide pivot margin takes gram_factor itself, so that every lane makes the per-path choice.
+  require_pivot_margin(states, m, l, ok);
   triangular = ok.all();
   if (triangular) return;
   v.resize(m, m);
@@ -292,18 +284,25 @@ int lane_dimension(const lane_block& v) {
   return m;
 }
 
-/// out = L W Lᵀ lane by lane (L = f.l, W = f.w): T = L W, then out = T Lᵀ; the sums skip L's upper
-/// triangle when every lane's factor is triangular.
-void lane_congruence(detail::lane_factors& f, int m, lane_block& out) {
+/// f.t = L X lane by lane (L = f.l); the sums skip L's upper triangle when every lane's factor is
+/// triangular.
+void lane_factor_product(detail::lane_factors& f, const lane_block& x, int m) {
   const lane_block& l = f.l;
-  const lane_block& w = f.w;
   lane_block& t = f.t;
   t.setZero(batch_width, l.cols());
   for (int d = 0; d < m; ++d)
     for (int a = 0; a < m; ++a) {
       const int c_end = f.triangular ? a + 1 : m;
-      for (int c = 0; c < c_end; ++c) t.col(a + d * m) += l.col(a + c * m) * w.col(c + d * m);
+      for (int c = 0; c < c_end; ++c) t.col(a + d * m) += l.col(a + c * m) * x.col(c + d * m);
     }
+}
+
+/// out = L W Lᵀ lane by lane (L = f.l, W = f.w): T = L W, then out = T Lᵀ; the sums skip L's upper
+/// triangle when every lane's factor is triangular.
+void lane_congruence(detail::lane_factors& f, int m, lane_block& out) {
+  lane_factor_product(f, f.w, m);
+  const lane_block& l = f.l;
+  const lane_block& t = f.t;
   out.setZero(batch_width, l.cols());
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a) {
@@ -683,14 +682,8 @@ void wishart::diffusion_lanes(const lane_block& v, const lane_block& xi, lane_bl
   NCSDE_ASSERT(xi.cols() == m * m, "wishart: xi must have m*m entries");
   m_lanes.factor(v, m);
   // T = L Ξ, out = T + Tᵀ.
-  lane_block& t = m_lanes.t;
-  t.setZero(batch_width, v.cols());
-  const lane_block& l = m_lanes.l;
-  for (int d = 0; d < m; ++d)
-    for (int a = 0; a < m; ++a) {
-      const int c_end = m_lanes.triangular ? a + 1 : m;
-      for (int c = 0; c < c_end; ++c) t.col(a + d * m) += l.col(a + c * m) * xi.col(c + d * m);
-    }
+  lane_factor_product(m_lanes, xi, m);
+  const lane_block& t = m_lanes.t;
   out.resize(batch_width, v.cols());
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a) out.col(a + b * m) = t.col(a + b * m) + t.col(b + a * m);

@@ -168,17 +168,22 @@ def exact_covariance(model, v):
     return flat.T @ flat
 
 
-def check_against_cli(cli, model, params, m):
-    """Stops unless the numpy drift and Σ equal `ncsde coefficients` at V₀ (1e-12 relative)."""
-    v = initial_state(m)
+def cli_coefficients(cli, name, params, v):
+    """`ncsde coefficients` of model `name` at the m×m state v: (drift, Σ as an m²×m² array)."""
+    m = v.shape[-1]
     text = ";".join(",".join(repr(float(x)) for x in row) for row in v)
-    cmd = [cli, "coefficients", "--model", model.name, "--V", text,
+    cmd = [cli, "coefficients", "--model", name, "--V", text,
            "--c-plus", repr(params["c_plus"]), "--c-minus", repr(params["c_minus"]),
            "--gamma2", repr(params["gamma2"]), "--tau0", repr(params["tau0"]),
            "--hidden-ratio", repr(params["hidden_ratio"]), "--heads", str(int(params["heads"]))]
     ref = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    drift_ref = np.array(ref["drift"])
-    sigma_ref = np.array(ref["diffusion"]).reshape(m * m, m * m)
+    return np.array(ref["drift"]), np.array(ref["diffusion"]).reshape(m * m, m * m)
+
+
+def check_against_cli(cli, model, params, m):
+    """Stops unless the numpy drift and Σ equal `ncsde coefficients` at V₀ (1e-12 relative)."""
+    v = initial_state(m)
+    drift_ref, sigma_ref = cli_coefficients(cli, model.name, params, v)
     drift_err = np.abs(model.drift(v) - drift_ref).max() / np.abs(drift_ref).max()
     sigma_err = np.abs(exact_covariance(model, v) - sigma_ref).max() / np.abs(sigma_ref).max()
     if not (drift_err <= 1e-12 and sigma_err <= 1e-12):

@@ -171,14 +171,7 @@ def check_lincov(m):
 
 def check_model(cli, model, params, m):
     v = torch.tensor(numpy_em.initial_state(m))
-    text = ";".join(",".join(repr(float(x)) for x in row) for row in v.numpy())
-    cmd = [cli, "coefficients", "--model", model.name, "--V", text,
-           "--c-plus", repr(params["c_plus"]), "--c-minus", repr(params["c_minus"]),
-           "--gamma2", repr(params["gamma2"]), "--tau0", repr(params["tau0"]),
-           "--hidden-ratio", repr(params["hidden_ratio"]), "--heads", str(int(params["heads"]))]
-    ref = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    drift_ref = np.array(ref["drift"])
-    sigma_ref = np.array(ref["diffusion"]).reshape(m * m, m * m)
+    drift_ref, sigma_ref = numpy_em.cli_coefficients(cli, model.name, params, v.numpy())
     k = m * m
     l = torch.linalg.cholesky(v)
     zeros = torch.zeros(k, m, m)

@@ -162,34 +162,21 @@ class lane_integrator {
       measure_lanes();
       if constexpr (space == state_space::psd_cone) {
         lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_factored);
-        if constexpr (State::RowsAtCompileTime == Eigen::Dynamic) {
-          // The per-path check factorises ncsde::matrix states with Eigen::LLT, whose sums run in
-          // another order: a lane counts as positive definite here only when its smallest pivot
-          // clears round-off by a wide margin (64·m·ε·max V_jj), where both factorisations
-          // succeed; the other lanes go to the per-path checker.
-          if (rows > 1) {
-            lane_column smallest = lane_column::Constant(std::numeric_limits<double>::infinity());
-            lane_column largest = lane_column::Zero();
-            for (Eigen::Index j = 0; j < rows; ++j) {
-              smallest = smallest.min(m_factor.col(j + j * rows).square());
-              largest = largest.max(m_trial.col(j + j * rows).abs());
-            }
-            m_factored =
-                m_factored && (smallest > 64.0 * static_cast<double>(rows) *
-                                              std::numeric_limits<double>::epsilon() * largest);
-          }
-        }
+        // The per-path check factorises ncsde::matrix states with Eigen::LLT, whose sums run in
+        // another order: there a lane counts as positive definite only with a wide margin (for
+        // m = 1 the two factorisations are the same operation); the other lanes go to the per-path
+        // checker.
+        if constexpr (State::RowsAtCompileTime == Eigen::Dynamic)
+          if (rows > 1) require_pivot_margin(m_trial, static_cast<int>(rows), m_factor, m_factored);
       }
       for (int l = 0; l < lanes; ++l) {
         if (!active[static_cast<std::size_t>(l)]) continue;
         result_type& r = results[static_cast<std::size_t>(l)];
         const long long path = first + l;
         if (!drift_ok(l) || !noise_ok(l)) {
-          fail(l,
-               std::make_exception_ptr(evaluation_error(detail::format_message(
-                   "integrate: the {} returned a non-finite value at path {}, step {}, t = {} "
-                   "(max |V| = {:.6g})",
-                   drift_ok(l) ? "noise map" : "drift", path, i, t, m_v.row(l).abs().maxCoeff()))));
+          fail(l, std::make_exception_ptr(coefficient_error(drift_ok(l) ? "noise map" : "drift",
+                                                            non_finite_coefficient{}.what, path, i,
+                                                            t, m_v.row(l).abs().maxCoeff())));
           continue;
         }
         try {
@@ -286,13 +273,8 @@ class lane_integrator {
     if (!finite || !(size <= m_opt.blowup_threshold)) return path_status::blown_up;
     if constexpr (is_symmetric_space(space)) {
       if (asymmetry > symmetry_tolerance * std::max(1.0, size))
-        throw evaluation_error(format_message(
-            "integrate: the drift or noise map returned a non-symmetric matrix at path {}, step "
-            "{}, t = {} (max |X - X^T| of the step = {:.3g}, above the round-off tolerance {:.3g}) "
-            "on the {} state space; coefficients there must be symmetric (declare "
-            "state_space::euclidean for a general matrix state)",
-            first_path_of(l), grid_step, t, asymmetry, symmetry_tolerance * std::max(1.0, size),
-            to_string(space)));
+        throw asymmetry_error(first_path_of(l), grid_step, t, asymmetry,
+                              symmetry_tolerance * std::max(1.0, size), space);
     }
     if constexpr (space != state_space::psd_cone) {
       return path_status::completed;
@@ -314,12 +296,7 @@ class lane_integrator {
           store_lane(m_x, l);
           return path_status::completed;
         case pd_policy::throw_error:
-          throw pd_violation(
-              format_message(
-                  "integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
-                  "(smallest eigenvalue {:.6g})",
-                  first_path_of(l), grid_step, t + h, pr.min_eigenvalue),
-              first_path_of(l), grid_step, t + h, pr.min_eigenvalue);
+          throw cone_exit_error(first_path_of(l), grid_step, t + h, pr.min_eigenvalue);
         case pd_policy::refine:
           break;
       }

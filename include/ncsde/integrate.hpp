@@ -224,6 +224,34 @@ void validate_noise_dimension(std::string_view where, long long k, bool iterated
 void validate_source_dimension(std::string_view where, long long source_k, int k,
                                long long path_index);
 
+/// The errors a step reports, one text each for the per-path engine (path_integrator) and the
+/// batched one (batched.hpp), so that a path fails with the same message either way.
+/// A coefficient (`which`: drift, noise map, …) returned `what` at the step from t of `path`.
+inline evaluation_error coefficient_error(std::string_view which, std::string_view what,
+                                          long long path, long long step, double t, double max_v) {
+  return evaluation_error(
+      format_message("integrate: the {} returned {} at path {}, step {}, t = {} (max |V| = {:.6g})",
+                     which, what, path, step, t, max_v));
+}
+/// The step's result was not symmetric beyond round-off on a symmetric or cone space.
+inline evaluation_error asymmetry_error(long long path, long long step, double t, double asymmetry,
+                                        double tolerance, state_space space) {
+  return evaluation_error(format_message(
+      "integrate: the drift or noise map returned a non-symmetric matrix at path {}, step "
+      "{}, "
+      "t = {} (max |X - X^T| of the step = {:.3g}, above the round-off tolerance {:.3g}) on "
+      "the {} state space; coefficients there must be symmetric (declare "
+      "state_space::euclidean for a general matrix state)",
+      path, step, t, asymmetry, tolerance, to_string(space)));
+}
+/// The step ending at t_end left the cone under the `throw` policy.
+inline pd_violation cone_exit_error(long long path, long long step, double t_end, double min_eig) {
+  return pd_violation(format_message("integrate: path {} left the positive-semidefinite cone at "
+                                     "step {}, t = {} (smallest eigenvalue {:.6g})",
+                                     path, step, t_end, min_eig),
+                      path, step, t_end, min_eig);
+}
+
 /// Integrates one path: the engine behind integrate() and ensembles. `Source` is a NoiseSource
 /// (brownian.hpp). The state is stepped as a `State` (the problem's state type `Public`, or its
 /// compile-time-sized counterpart on the fixed-size path; Stepper must step that type); the result
@@ -335,9 +363,7 @@ class path_integrator {
     try {
       m_stepper.do_step(m_sde, m_trial, t, inc);
     } catch (const non_finite_coefficient& e) {
-      throw evaluation_error(detail::format_message(
-          "integrate: the {} returned {} at path {}, step {}, t = {} (max |V| = {:.6g})", e.which,
-          e.what, m_path, grid_step, t, m_v.cwiseAbs().maxCoeff()));
+      throw coefficient_error(e.which, e.what, m_path, grid_step, t, m_v.cwiseAbs().maxCoeff());
     }
     return settle(r, t, inc, step, node, depth, grid_step);
   }
@@ -514,14 +540,8 @@ class path_integrator {
       // More than round-off: the coefficients are not symmetric, and symmetrising would change
       // the problem's answer without a word.
       if (asymmetry > symmetry_tolerance * std::max(1.0, size))
-        throw evaluation_error(detail::format_message(
-            "integrate: the drift or noise map returned a non-symmetric matrix at path {}, step "
-            "{}, "
-            "t = {} (max |X - X^T| of the step = {:.3g}, above the round-off tolerance {:.3g}) on "
-            "the {} state space; coefficients there must be symmetric (declare "
-            "state_space::euclidean for a general matrix state)",
-            m_path, grid_step, t, asymmetry, symmetry_tolerance * std::max(1.0, size),
-            to_string(space)));
+        throw asymmetry_error(m_path, grid_step, t, asymmetry,
+                              symmetry_tolerance * std::max(1.0, size), space);
     }
     if constexpr (space != state_space::psd_cone) {
       m_v = m_trial;
@@ -556,12 +576,7 @@ class path_integrator {
         m_v = m_trial;
         return path_status::completed;
       case pd_policy::throw_error:
-        throw pd_violation(
-            detail::format_message(
-                "integrate: path {} left the positive-semidefinite cone at step {}, t = {} "
-                "(smallest eigenvalue {:.6g})",
-                m_path, grid_step, t + inc.dt, pr.min_eigenvalue),
-            m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
+        throw cone_exit_error(m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
       case pd_policy::refine:
         break;
     }

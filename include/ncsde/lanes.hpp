@@ -19,6 +19,8 @@
 /// without them runs path by path, unchanged.
 #include <Eigen/Core>
 
+#include <limits>
+
 namespace ncsde {
 
 /// Paths per lane group: 8 doubles, one AVX-512 register or two AVX registers per coordinate.
@@ -61,6 +63,22 @@ inline void lane_cholesky(const lane_block& v, int m, lane_block& l, lane_mask& 
       l.col(at(i, j)) = s / ljj;
     }
   }
+}
+
+/// Clears ok(l) for the lanes whose lane_cholesky factor l of v has a pivot within a wide margin of
+/// round-off: smallest L_jj² ≤ 64·m·ε·max_j |V_jj|. Where the margin holds, any Cholesky
+/// factorisation of the lane (another order of the same sums, as Eigen::LLT's) succeeds too; the
+/// lanes it clears are to be decided by the factorisation they must agree with.
+inline void require_pivot_margin(const lane_block& v, int m, const lane_block& l, lane_mask& ok) {
+  lane_column smallest = lane_column::Constant(std::numeric_limits<double>::infinity());
+  lane_column largest = lane_column::Zero();
+  for (int j = 0; j < m; ++j) {
+    const Eigen::Index jj = static_cast<Eigen::Index>(j + j * m);
+    smallest = smallest.min(l.col(jj).square());
+    largest = largest.max(v.col(jj).abs());
+  }
+  ok = ok && (smallest >
+              64.0 * static_cast<double>(m) * std::numeric_limits<double>::epsilon() * largest);
 }
 
 }  // namespace ncsde
