@@ -277,38 +277,15 @@ matrix gbm::second_moments(const matrix& v0, double t) const {
 
 namespace {
 
-/// m of the m×m states of a lane block (m² coordinates).
-int lane_dimension(const lane_block& v) {
-  const int m = static_cast<int>(std::lround(std::sqrt(static_cast<double>(v.cols()))));
-  NCSDE_ASSERT(static_cast<Eigen::Index>(m) * m == v.cols(), "lane block: not an m×m state");
-  return m;
-}
-
-/// f.t = L X lane by lane (L = f.l); the sums skip L's upper triangle when every lane's factor is
-/// triangular.
+/// f.t = L X lane by lane (L = f.l; lane_product).
 void lane_factor_product(detail::lane_factors& f, const lane_block& x, int m) {
-  const lane_block& l = f.l;
-  lane_block& t = f.t;
-  t.setZero(batch_width, l.cols());
-  for (int d = 0; d < m; ++d)
-    for (int a = 0; a < m; ++a) {
-      const int c_end = f.triangular ? a + 1 : m;
-      for (int c = 0; c < c_end; ++c) t.col(a + d * m) += l.col(a + c * m) * x.col(c + d * m);
-    }
+  lane_product(f.l, x, m, f.triangular, f.t);
 }
 
-/// out = L W Lᵀ lane by lane (L = f.l, W = f.w): T = L W, then out = T Lᵀ; the sums skip L's upper
-/// triangle when every lane's factor is triangular.
+/// out = L W Lᵀ lane by lane (L = f.l, W = f.w): T = L W, then out = T Lᵀ.
 void lane_congruence(detail::lane_factors& f, int m, lane_block& out) {
-  lane_factor_product(f, f.w, m);
-  const lane_block& l = f.l;
-  const lane_block& t = f.t;
-  out.setZero(batch_width, l.cols());
-  for (int b = 0; b < m; ++b)
-    for (int a = 0; a < m; ++a) {
-      const int d_end = f.triangular ? b + 1 : m;
-      for (int d = 0; d < d_end; ++d) out.col(a + b * m) += t.col(a + d * m) * l.col(b + d * m);
-    }
+  lane_product(f.l, f.w, m, f.triangular, f.t);
+  lane_product_transposed(f.t, f.l, m, f.triangular, out);
 }
 
 }  // namespace
@@ -586,7 +563,7 @@ void linear_covariance::drift_lanes(const lane_block& v, lane_block& out, double
 
 void linear_covariance::diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out,
                                         double) const {
-  const int m = lane_dimension(v);
+  const int m = lane_matrix_size(v);
   NCSDE_ASSERT(xi.cols() == m * m, "linear_covariance: xi must have m*m entries");
   m_lanes.factor(v, m);
   lane_block& w = m_lanes.w;
@@ -671,14 +648,14 @@ void wishart::diffusion(const matrix& v, const vector& xi, matrix& out, double) 
 }
 
 void wishart::drift_lanes(const lane_block& v, lane_block& out, double) const {
-  const int m = lane_dimension(v);
+  const int m = lane_matrix_size(v);
   out.setZero(batch_width, v.cols());
   for (int a = 0; a < m; ++a) out.col(a + a * m).setConstant(m_p);
 }
 
 void wishart::diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out,
                               double) const {
-  const int m = lane_dimension(v);
+  const int m = lane_matrix_size(v);
   NCSDE_ASSERT(xi.cols() == m * m, "wishart: xi must have m*m entries");
   m_lanes.factor(v, m);
   // T = L Ξ, out = T + Tᵀ.

@@ -19,7 +19,10 @@
 /// without them runs path by path, unchanged.
 #include <Eigen/Core>
 
+#include <cmath>
 #include <limits>
+
+#include "ncsde/error.hpp"
 
 namespace ncsde {
 
@@ -39,6 +42,13 @@ concept BatchedSde =
       s.drift_lanes(v, out, t);
       s.diffusion_lanes(v, xi, out, t);
     };
+
+/// m of the m×m states of a lane block (m² coordinates per lane).
+inline int lane_matrix_size(const lane_block& v) {
+  const int m = static_cast<int>(std::lround(std::sqrt(static_cast<double>(v.cols()))));
+  NCSDE_ASSERT(static_cast<Eigen::Index>(m) * m == v.cols(), "lane block: not an m×m state");
+  return m;
+}
 
 /// Cholesky factors of the m×m states of a lane group, lane by lane: l (batch_width × m², lower
 /// triangle, upper set to 0) gets L_l with L_l L_lᵀ = V_l in row l, by the left-looking column
@@ -79,6 +89,37 @@ inline void require_pivot_margin(const lane_block& v, int m, const lane_block& l
   }
   ok = ok && (smallest >
               64.0 * static_cast<double>(m) * std::numeric_limits<double>::epsilon() * largest);
+}
+
+/// out = L X for the m×m matrices of a lane group, lane by lane (entry (a, b) in column a + b·m):
+/// out(a, d) = Σ_c L(a, c) X(c, d), summed in increasing c from 0. With `lower` (L lower triangular
+/// in every lane) the sums stop at c = a. out must not be l or x.
+inline void lane_product(const lane_block& l, const Eigen::Ref<const lane_block>& x, int m,
+                         bool lower, lane_block& out) {
+  out.resize(batch_width, static_cast<Eigen::Index>(m) * m);
+  lane_column s;
+  for (int d = 0; d < m; ++d)
+    for (int a = 0; a < m; ++a) {
+      const int c_end = lower ? a + 1 : m;
+      s.setZero();
+      for (int c = 0; c < c_end; ++c) s += l.col(a + c * m) * x.col(c + d * m);
+      out.col(a + d * m) = s;
+    }
+}
+
+/// out = X Lᵀ lane by lane: out(a, b) = Σ_d X(a, d) L(b, d), summed in increasing d from 0; with
+/// `lower` the sums stop at d = b. out must not be l or x.
+inline void lane_product_transposed(const Eigen::Ref<const lane_block>& x, const lane_block& l,
+                                    int m, bool lower, lane_block& out) {
+  out.resize(batch_width, static_cast<Eigen::Index>(m) * m);
+  lane_column s;
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) {
+      const int d_end = lower ? b + 1 : m;
+      s.setZero();
+      for (int d = 0; d < d_end; ++d) s += x.col(a + d * m) * l.col(b + d * m);
+      out.col(a + b * m) = s;
+    }
 }
 
 }  // namespace ncsde

@@ -43,6 +43,7 @@ using ncsde::problem;
 using ncsde::vector;
 using ncsde::test::all_outputs;
 using ncsde::test::check_identical;
+using ncsde::test::largest_relative_difference;
 
 /// dV = a V³ dt + σ dB on 2×2 symmetric V (σξ₀ on V11, σξ₁/√2 on V12 = V21, σξ₂ on V22), written
 /// with explicit sums so that the per-path and the batched forms perform the same operations in
@@ -130,19 +131,6 @@ ensemble_options options(int threads, bool batched, long long paths = 300) {
   eo.progress = ncsde::progress_mode::off;
   eo.functionals = {ncsde::correlation_functional(0, 1), ncsde::entry_functional(0, 0)};
   return eo;
-}
-
-/// Largest |a − b| / (1 + |b|) over the paths' final states; statuses must agree.
-double largest_relative_difference(const ensemble_result& a, const ensemble_result& b) {
-  REQUIRE(a.records.size() == b.records.size());
-  double worst = 0.0;
-  for (std::size_t p = 0; p < a.records.size(); ++p) {
-    REQUIRE(a.records[p].status == b.records[p].status);
-    const vector& x = a.records[p].packed;
-    const vector& y = b.records[p].packed;
-    worst = std::max(worst, ((x - y).array().abs() / (1.0 + y.array().abs())).maxCoeff());
-  }
-  return worst;
 }
 
 }  // namespace

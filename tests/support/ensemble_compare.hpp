@@ -62,6 +62,20 @@ inline void check_identical(const ncsde::ensemble_result& a, const ncsde::ensemb
   CHECK(differing == 0);
 }
 
+/// Largest |a − b| / (1 + |b|) over the paths' final states (records); statuses must agree.
+inline double largest_relative_difference(const ncsde::ensemble_result& a,
+                                          const ncsde::ensemble_result& b) {
+  REQUIRE(a.records.size() == b.records.size());
+  double worst = 0.0;
+  for (std::size_t p = 0; p < a.records.size(); ++p) {
+    REQUIRE(a.records[p].status == b.records[p].status);
+    const ncsde::vector& x = a.records[p].packed;
+    const ncsde::vector& y = b.records[p].packed;
+    worst = std::max(worst, ((x - y).array().abs() / (1.0 + y.array().abs())).maxCoeff());
+  }
+  return worst;
+}
+
 /// Every output of a run as text: the JSON summary (timing zeroed), the CSV of the paths and of
 /// the saved states, so that two runs can be compared byte for byte.
 inline std::string all_outputs(ncsde::ensemble_result r) {

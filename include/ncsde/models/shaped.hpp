@@ -19,7 +19,9 @@
 #include "ncsde/concepts.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/integrate.hpp"
+#include "ncsde/lanes.hpp"
 #include "ncsde/models/coefficients.hpp"
+#include "ncsde/models/lane_kernels.hpp"
 #include "ncsde/schemes.hpp"
 #include "ncsde/state_space.hpp"
 
@@ -57,7 +59,17 @@ struct shaped_workspace {
   coefficient_workspace<M> kernels;
 };
 
-/// Covariance SDE of a shaped architecture; satisfies ncsde::Sde and ncsde::CovarianceSde.
+/// The mutable state of covariance_sde's batched form: the lanes' factors L and the lane kernels'
+/// scratch.
+struct shaped_lane_workspace {
+  lane_block l, work;
+  lane_mask ok = lane_mask::Constant(false);
+  bool lower = true;  ///< every lane's L is its Cholesky factor (lower triangular)
+  lane_coefficient_workspace kernels;
+};
+
+/// Covariance SDE of a shaped architecture; satisfies ncsde::Sde, ncsde::CovarianceSde and
+/// ncsde::BatchedSde.
 /// Invariant (checked once, in the constructor; ncsde::invalid_argument naming the parameter and
 /// value otherwise): c₊, c₋ finite; 0 ≤ γ² ≤ 1; r finite and > 0; τ₀ finite and > 0; n_h ≥ 1; and
 /// for mlp and resnet the attention options (heads, output_projection, causal) keep their defaults.
@@ -106,6 +118,18 @@ class covariance_sde {
   template <int M>
     requires is_fixed_size<M>
   void use_cholesky(const square_matrix<M>& v, const square_matrix<M>& l) const;
+  /// The batched form (BatchedSde, lanes.hpp): drift and noise map of every lane of a group, the
+  /// same formulas through the lane kernels (models/lane_kernels.hpp). L per lane: the Cholesky
+  /// factor by lane_cholesky, which is small_cholesky bit for bit, so on the fixed sizes a lane
+  /// takes the factor the per-path diffusion takes; on other sizes (Eigen::LLT per path) a lane
+  /// keeps lane_cholesky's factor only with a wide pivot margin (require_pivot_margin). A lane
+  /// without a Cholesky factor, or without the margin, is factorised as the per-path diffusion
+  /// does it (basic_psd_factor of its size). Results agree with drift() and diffusion() to
+  /// round-off: the ReLU drift bit for bit, the products in the per-path summation order, Eigen's
+  /// fixed-size products and reductions in theirs.
+  void drift_lanes(const lane_block& v, lane_block& out, double t) const;
+  /// The noise map on a lane group (see drift_lanes); xi holds noise_dimension(m) columns.
+  void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
   /// sigma = Σ(V) = k_lin Σ_lin + k_att Σ_att|causal, K×K over packed pairs (dense reference).
   void covariance(const matrix& v, matrix& sigma, double t) const;
 
@@ -122,6 +146,7 @@ class covariance_sde {
   void diffusion_impl(const square_matrix<M>& v, const vector& xi, square_matrix<M>& out) const;
   template <int M>
   void use_cholesky_impl(const square_matrix<M>& v, const square_matrix<M>& l) const;
+  void factor_lanes(const lane_block& v, int m) const;
   template <int M>
   shaped_workspace<M>& workspace() const {
     return std::get<shaped_workspace<M>>(m_workspaces);
@@ -136,6 +161,7 @@ class covariance_sde {
   };
   // Each ensemble thread copies the SDE, so each has its own workspaces.
   mutable typename workspaces<fixed_sizes>::type m_workspaces;
+  mutable shaped_lane_workspace m_lanes;
 };
 
 static_assert(Sde<covariance_sde>);
@@ -144,6 +170,7 @@ static_assert([]<int... Ms>(std::integer_sequence<int, Ms...>) {
 }(fixed_sizes{}));
 static_assert(!Sde<covariance_sde, square_matrix<5>>);
 static_assert(CovarianceSde<covariance_sde>);
+static_assert(BatchedSde<covariance_sde>);
 static_assert(SdeWithCholeskyHint<covariance_sde> &&
               SdeWithCholeskyHint<covariance_sde, square_matrix<4>>);
 

@@ -1,0 +1,244 @@
+// The batched form of the covariance SDEs (covariance_sde::drift_lanes, diffusion_lanes; the lane
+// kernels of models/lane_kernels.hpp): every architecture's lane coefficients against the per-path
+// ones on the state type the engine steps (square_matrix<m> for m ∈ fixed_sizes, ncsde::matrix
+// otherwise), including lanes on the cone's boundary (the eigen-factor fallback), and batched
+// ensembles against the unbatched ones.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "ncsde/ensemble.hpp"
+#include "ncsde/lanes.hpp"
+#include "ncsde/models/coefficients.hpp"
+#include "ncsde/models/lane_kernels.hpp"
+#include "ncsde/models/shaped.hpp"
+#include "ncsde/random.hpp"
+#include "ncsde/steppers/euler_maruyama.hpp"
+#include "support/ensemble_compare.hpp"
+#include "support/random_matrices.hpp"
+
+namespace {
+
+using ncsde::batch_width;
+using ncsde::lane_block;
+using ncsde::matrix;
+using ncsde::square_matrix;
+using ncsde::vector;
+namespace models = ncsde::models;
+
+constexpr double eps = std::numeric_limits<double>::epsilon();
+
+struct model_case {
+  const char* name;
+  models::architecture arch;
+  bool causal;
+  bool output_projection;
+  int heads;
+};
+
+constexpr model_case model_cases[] = {
+    {"mlp", models::architecture::mlp, false, false, 1},
+    {"resnet", models::architecture::resnet, false, false, 1},
+    {"attention", models::architecture::attention, false, false, 1},
+    {"attention, W^O, 2 heads", models::architecture::attention, false, true, 2},
+    {"causal attention", models::architecture::attention, true, false, 1},
+    {"transformer", models::architecture::transformer, false, false, 1},
+    {"causal transformer", models::architecture::transformer, true, false, 1},
+};
+
+models::covariance_sde make_sde(const model_case& c) {
+  models::shaped_params p;
+  p.gamma2 = 0.6;
+  p.tau0 = 0.8;
+  p.hidden_ratio = 2.0;
+  p.c_minus = -1.5;
+  p.causal = c.causal;
+  p.output_projection = c.output_projection;
+  p.heads = c.heads;
+  return models::covariance_sde(c.arch, p);
+}
+
+/// Lane l of a block as an m×m matrix, and back.
+matrix lane_matrix(const lane_block& x, int l, int m) {
+  matrix v(m, m);
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) v(a, b) = x(l, a + b * m);
+  return v;
+}
+void set_lane(lane_block& x, int l, const matrix& v) {
+  const int m = static_cast<int>(v.rows());
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) x(l, a + b * m) = v(a, b);
+}
+
+/// The per-path drift and noise at v on the state type the engine steps for this m.
+template <int M>
+std::pair<matrix, matrix> per_path_on(const models::covariance_sde& sde, const matrix& v,
+                                      const vector& xi) {
+  square_matrix<M> x = v, drift, noise;
+  sde.drift(x, drift, 0.0);
+  sde.diffusion(x, xi, noise, 0.0);
+  return {matrix(drift), matrix(noise)};
+}
+std::pair<matrix, matrix> per_path(const models::covariance_sde& sde, const matrix& v,
+                                   const vector& xi) {
+  switch (v.rows()) {
+    case 2:
+      return per_path_on<2>(sde, v, xi);
+    case 3:
+      return per_path_on<3>(sde, v, xi);
+    case 4:
+      return per_path_on<4>(sde, v, xi);
+    case 8:
+      return per_path_on<8>(sde, v, xi);
+    default:
+      return per_path_on<Eigen::Dynamic>(sde, v, xi);
+  }
+}
+
+/// Normwise distance in units of ε·max|b| (a NaN gives +inf).
+double ulps(const matrix& a, const matrix& b) {
+  const double scale = std::max(b.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
+  const double d = (a - b).cwiseAbs().maxCoeff() / (eps * scale);
+  return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
+}
+
+// The bound of tests/models/fixed_size_test.cpp between two summation orders of the same formulas:
+// a sum of ≤ m = 8 terms moves by ≤ 8 ε of its terms, amplified ≤ 8× where b_att's terms cancel.
+constexpr double coefficient_ulps = 64.0;
+
+}  // namespace
+
+TEST_CASE("lane coefficients equal the per-path ones to round-off, every model, m = 1..5, 8") {
+  double worst = 0.0;
+  for (const model_case& c : model_cases) {
+    const models::covariance_sde sde = make_sde(c);
+    for (const int m : {1, 2, 3, 4, 5, 8}) {
+      const int k = sde.noise_dimension(m);
+      lane_block v(batch_width, m * m), xi(batch_width, k), drift, noise;
+      for (int l = 0; l < batch_width; ++l) {
+        matrix x = support::random_spd<matrix>(m, 40 + l, 0.2);
+        // Lane 3: a singular V (rank m − 1), where the factor is the eigen-factor; lane 5: a V
+        // with a negative eigenvalue (a count-policy state outside the cone).
+        if (l == 3 || l == 5) {
+          vector lambda = vector::LinSpaced(m, l == 3 ? 0.0 : -0.05, 2.0);
+          x = m > 1 ? support::with_eigenvalues(lambda, 7 + l) : matrix::Constant(1, 1, lambda(0));
+        }
+        set_lane(v, l, x);
+        vector z(k);
+        ncsde::random_stream(l, 9).normals(ncsde::random_domain::user, 0, 0, z);
+        xi.row(l) = z.transpose();
+      }
+      sde.drift_lanes(v, drift, 0.0);
+      sde.diffusion_lanes(v, xi, noise, 0.0);
+      REQUIRE(drift.cols() == m * m);
+      REQUIRE(noise.cols() == m * m);
+      for (int l = 0; l < batch_width; ++l) {
+        const auto [d, n] = per_path(sde, lane_matrix(v, l, m), xi.row(l).transpose());
+        const double dd = ulps(lane_matrix(drift, l, m), d);
+        const double dn = ulps(lane_matrix(noise, l, m), n);
+        INFO(c.name, ", m = ", m, ", lane ", l, ": drift ", dd, " ulps, noise ", dn, " ulps");
+        CHECK(dd <= coefficient_ulps);
+        // The eigen-factor lanes go through the per-path factor itself: the same L.
+        CHECK(dn <= coefficient_ulps);
+        if (c.arch == models::architecture::mlp) CHECK(lane_matrix(drift, l, m) == d);
+        worst = std::max({worst, dd, dn});
+      }
+    }
+  }
+  MESSAGE("largest lane vs per-path coefficient distance: ", worst, " ulps (normwise)");
+}
+
+TEST_CASE("b_relu_lanes is b_relu bit for bit, also at |ρ| = 1 and V^{aa} = 0") {
+  const int m = 4;
+  lane_block v(batch_width, m * m), out;
+  for (int l = 0; l < batch_width; ++l) {
+    matrix x = support::random_spd<matrix>(m, 70 + l, 0.1);
+    if (l == 1) x.row(2).setZero(), x.col(2).setZero();    // V^{22} = 0: norm 0 on row 2
+    if (l == 2) x.row(1) = x.row(0), x.col(1) = x.col(0);  // ρ^{01} = 1
+    set_lane(v, l, x);
+  }
+  models::b_relu_lanes(v, m, 0.3, -1.7, out);
+  for (int l = 0; l < batch_width; ++l) {
+    matrix expected;
+    models::b_relu(lane_matrix(v, l, m), 0.3, -1.7, expected);
+    CAPTURE(l);
+    CHECK(lane_matrix(out, l, m) == expected);
+  }
+}
+
+TEST_CASE("batched ensembles of every model agree with the unbatched paths (m = 3, 4, 5)") {
+  // 40 paths (five lane groups), 100 steps of dt = 0.002 in a regime where the paths stay inside
+  // the cone (γ² = 0.3, τ₀ = 1.5, λ_min(V0) ≥ 1.5; checked: no cone exit): the coefficients' round-off (≤ 64 ulps
+  // per step) adds up to ≲ 100·64·ε ≈ 1.4e-12 relative; 1e-11 leaves room for the flow's growth.
+  // Off the cone pathwise agreement is not to be had: the factor L of a singular or indefinite V
+  // (Cholesky with a round-off pivot, or the eigen-factor, whose vectors' signs round-off decides)
+  // is discontinuous there, so two summation orders may give different paths of the same law.
+  const ncsde::euler_maruyama<> em;
+  ncsde::integrate_options io;
+  io.dt = 0.002;
+  io.save_times = {0.1};
+  ncsde::ensemble_options eo;
+  eo.paths = 40;
+  eo.seed = 3;
+  eo.threads = 2;
+  eo.keep_paths = true;
+  eo.progress = ncsde::progress_mode::off;
+  auto eb = eo;
+  eb.batched = true;
+  double worst = 0.0;
+  for (const model_case& c : model_cases) {
+    for (const int m : {3, 4, 5}) {
+      const std::string name = c.name;
+      CAPTURE(name);
+      CAPTURE(m);
+      models::covariance_sde sde = make_sde(c);
+      models::shaped_params p = sde.params();
+      p.gamma2 = 0.3;
+      p.tau0 = 1.5;
+      const matrix v0 = support::random_spd<matrix>(m, 12, 1.5);
+      const ncsde::problem<models::covariance_sde> prob{models::covariance_sde(c.arch, p), v0, 0.2};
+      const ncsde::ensemble_result a = ncsde::run_ensemble(em, prob, io, eo);
+      const ncsde::ensemble_result b = ncsde::run_ensemble(em, prob, io, eb);
+      REQUIRE(a.pd.violations == 0);
+      const double d = ncsde::test::largest_relative_difference(a, b);
+      CHECK(d < 1e-11);
+      CHECK(a.completed == b.completed);
+      CHECK(b.pd.violations == 0);
+      worst = std::max(worst, d);
+    }
+  }
+  MESSAGE("largest batched vs per-path distance over the ensembles: ", worst);
+}
+
+TEST_CASE("batched ensembles off the cone (count): the same cone exits and blow-ups, m = 3") {
+  // γ² = 0.6, τ₀ = 0.8: the attention models' paths leave the cone and some blow up. Up to the
+  // first exit the paths agree to round-off, and with m = 3 (a fixed size, whose lanes take the
+  // per-path Cholesky decision bit for bit) the runs count the same exits and blow-ups here.
+  const ncsde::euler_maruyama<> em;
+  ncsde::integrate_options io;
+  io.dt = 0.01;
+  io.policy = ncsde::pd_policy::count;
+  ncsde::ensemble_options eo;
+  eo.paths = 40;
+  eo.seed = 3;
+  eo.threads = 2;
+  eo.keep_paths = true;
+  eo.progress = ncsde::progress_mode::off;
+  auto eb = eo;
+  eb.batched = true;
+  const matrix v0 = support::random_spd<matrix>(3, 12, 0.5);
+  const ncsde::problem<models::covariance_sde> prob{make_sde(model_cases[2]), v0, 0.5};
+  const ncsde::ensemble_result a = ncsde::run_ensemble(em, prob, io, eo);
+  const ncsde::ensemble_result b = ncsde::run_ensemble(em, prob, io, eb);
+  CHECK(a.pd.violations > 0);
+  CHECK(a.blown_up > 0);
+  CHECK(a.pd.violations == b.pd.violations);
+  CHECK(a.blown_up == b.blown_up);
+  CHECK(a.explosion_times == b.explosion_times);
+}
