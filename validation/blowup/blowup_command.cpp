@@ -3,7 +3,7 @@
 /// models::model_instance::run_ensemble) with adaptive steps by default.
 ///
 ///   ncsde blowup --V0 "..." [--model M] [model flags] [--T 2] [--dt 1e-2] [--paths 4000]
-///                [--seed 1] [--threads 0] [--scheme em|NAME]
+///                [--seed 1] [--threads 0] [--scheme em|NAME] [--batched]
 ///                [--step-control increment|doubling|fixed] [--tolerance 0.05] [--max-depth 40]
 ///                [--blowup-threshold 1e6] [--grid 50] [--format table|json] [--plots DIR]
 ///
@@ -215,6 +215,7 @@ int run_blowup_command(const blowup_args& a) {
   eopt.seed = a.run.seed;
   eopt.paths = a.run.paths;
   eopt.threads = a.run.threads;
+  eopt.batched = a.run.batched;
   try {
     apply_step_flags(a.steps, iopt);
     validate_options(iopt);

@@ -2,7 +2,7 @@
 /// on problem{the model's SDE, V0, T}, through models::model_instance::run_ensemble).
 ///
 ///   ncsde simulate --V0 "..." [--model M] [model flags] [--T 1] [--dt 1e-3] [--paths 1000]
-///                  [--seed 1] [--threads 0] [--scheme em|NAME]
+///                  [--seed 1] [--threads 0] [--scheme em|NAME] [--batched]
 ///                  [--pd-policy throw|count|project|refine] [--blowup-threshold 1e6]
 ///                  [--stop-level K] [--step-control fixed|increment|doubling]
 ///                  [--tolerance 0.05] [--max-depth 40]
@@ -77,6 +77,7 @@ int run_simulate_command(const simulate_args& a) {
   eopt.seed = a.run.seed;
   eopt.paths = a.run.paths;
   eopt.threads = a.run.threads;
+  eopt.batched = a.run.batched;
   eopt.keep_paths = !a.out.empty();
   for (int i = 0; i < m; ++i)
     for (int j = i + 1; j < m; ++j) {

@@ -25,10 +25,11 @@ struct ensemble_flags {
   std::uint64_t seed = 1;
   int threads = 0;
   std::string scheme = "em";
+  bool batched = false;
 };
 
-/// Adds --paths, --seed, --threads and --scheme (any registry scheme) to `sub`, with the initial
-/// values of `flags` as their defaults.
+/// Adds --paths, --seed, --threads, --scheme (any registry scheme) and --batched to `sub`, with the
+/// initial values of `flags` as their defaults.
 void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags);
 
 struct step_flags {
