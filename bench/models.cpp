@@ -8,6 +8,8 @@
 //  - ensemble/em/<model>/m:<m>/threads:<t>: run_ensemble throughput on 1 and 2 threads; the
 //    threads:1 runs are also ncsde's side of the numpy comparison (baselines/numpy_em.py reads
 //    their counters: paths, steps, dt and the model's parameters).
+//  - ensemble/em_batched/<model>/m:<m>/threads:<t>: the same ensembles with
+//    ensemble_options::batched (lane groups of batch_width paths, batched.hpp).
 //  - registry/em/<model>/m:4: an ensemble of every model of the model registry through its
 //    type-erased handle (shaped-tanh included); items/s = path-steps/s.
 // The models are built through the model registry (common.hpp, bench_model).
@@ -299,7 +301,7 @@ void register_rates() {
 /// which a loaded machine distorts less). The horizon (T = 1/4 for 256 steps) keeps blow-up rare:
 /// under 0.5% of transformer paths, none with attention.
 void ensemble(benchmark::State& state, const bench_model& model, int m, int threads,
-              long long paths, int steps) {
+              long long paths, int steps, bool batched) {
   const problem<models::covariance_sde> prob{model.sde(), initial_state(m), steps * path_dt};
   integrate_options io;
   io.dt = path_dt;
@@ -307,6 +309,7 @@ void ensemble(benchmark::State& state, const bench_model& model, int m, int thre
   eo.seed = 1;
   eo.paths = paths;
   eo.threads = threads;
+  eo.batched = batched;
   eo.progress = progress_mode::off;
   long long taken = 0;
   for (auto _ : state) {
@@ -337,17 +340,19 @@ void register_ensembles() {
   // 1024 paths = 16 blocks of 64: an even split over 2 threads.
   constexpr long long paths = 1024;
   const int steps = quick ? 64 : 256;
-  for (const char* label : {"attention", "transformer"})
-    for (const int m : {4, 16})
-      for (const int threads : {1, 2})
-        benchmark::RegisterBenchmark(("ensemble/em/" + std::string(label) + "/m:" +
-                                      std::to_string(m) + "/threads:" + std::to_string(threads))
-                                         .c_str(),
-                                     [=](benchmark::State& st) {
-                                       ensemble(st, find_model(label), m, threads, paths, steps);
-                                     })
-            ->UseRealTime()
-            ->MeasureProcessCPUTime();
+  for (const bool batched : {false, true})
+    for (const char* label : {"attention", "transformer"})
+      for (const int m : {4, 16})
+        for (const int threads : {1, 2})
+          benchmark::RegisterBenchmark(
+              (std::string(batched ? "ensemble/em_batched/" : "ensemble/em/") + label +
+               "/m:" + std::to_string(m) + "/threads:" + std::to_string(threads))
+                  .c_str(),
+              [=](benchmark::State& st) {
+                ensemble(st, find_model(label), m, threads, paths, steps, batched);
+              })
+              ->UseRealTime()
+              ->MeasureProcessCPUTime();
 }
 
 /// registry/em/<model>/m:4: a one-thread ensemble of every model of the registry at its defaults,

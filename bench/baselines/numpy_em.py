@@ -195,7 +195,8 @@ def check_against_cli(cli, model, params, m):
 def run_ncsde(binary, quick, min_time, repetitions):
     """The threads:1 ensemble benchmarks (median over repetitions): process CPU time per iteration
     and the problems' counters."""
-    cmd = [binary, "--benchmark_filter=^ensemble/em/(attention|transformer)/m:(4|16)/threads:1/",
+    cmd = [binary,
+           "--benchmark_filter=^ensemble/em(_batched)?/(attention|transformer)/m:(4|16)/threads:1/",
            "--benchmark_format=json", f"--benchmark_min_time={min_time}",
            f"--benchmark_repetitions={repetitions}", "--benchmark_report_aggregates_only=true"]
     if quick:
@@ -205,8 +206,8 @@ def run_ncsde(binary, quick, min_time, repetitions):
     for b in report["benchmarks"]:
         if b.get("aggregate_name", "median") != "median":
             continue
-        _, _, model, m_field = b["run_name"].split("/")[:4]
-        out[(model, int(m_field.split(":")[1]))] = b
+        _, engine, model, m_field = b["run_name"].split("/")[:4]
+        out[(model, int(m_field.split(":")[1]), engine == "em_batched")] = b
     return out
 
 
@@ -225,7 +226,8 @@ def main():
     results = []
     for name in MODELS:
         for m in SIZES:
-            b = ncsde_runs[(name, m)]
+            b = ncsde_runs[(name, m, False)]
+            batched = ncsde_runs.get((name, m, True))
             params = {key: b[key] for key in
                       ("c_plus", "c_minus", "gamma2", "hidden_ratio", "tau0", "heads")}
             model = Model(name, params)
@@ -238,10 +240,16 @@ def main():
                 times.append(seconds)
                 blown_up.append(lost)
             numpy_ns = statistics.median(times) / (paths * steps) * 1e9
-            ncsde_ns = b["cpu_time"] * UNIT_NS[b["time_unit"]] / b["path_steps_per_iteration"]
+            per_path_ns = b["cpu_time"] * UNIT_NS[b["time_unit"]] / b["path_steps_per_iteration"]
+            batched_ns = (batched["cpu_time"] * UNIT_NS[batched["time_unit"]]
+                          / batched["path_steps_per_iteration"] if batched else None)
+            # ncsde's side: its faster engine (batched lane groups where the binary has them).
+            ncsde_ns = min(per_path_ns, batched_ns) if batched_ns else per_path_ns
             results.append({
                 "model": name, "m": m, "paths": paths, "steps": steps, "dt": dt,
                 "numpy_ns_per_path_step": numpy_ns, "ncsde_ns_per_path_step": ncsde_ns,
+                "ncsde_per_path_ns_per_path_step": per_path_ns,
+                "ncsde_batched_ns_per_path_step": batched_ns,
                 "numpy_over_ncsde": numpy_ns / ncsde_ns, "numpy_seconds": times,
                 "numpy_blown_up_paths": blown_up,
                 "coefficient_check": check,

@@ -258,7 +258,8 @@ def main():
                ns_per_path_step(per), ns_per_path_step(bat), check, paths, steps)
     for name in numpy_em.MODELS:
         for m in numpy_em.SIZES:
-            b = model_runs[(name, m)]
+            b = model_runs[(name, m, False)]
+            nb = model_runs.get((name, m, True))
             params = {key: b[key] for key in
                       ("c_plus", "c_minus", "gamma2", "hidden_ratio", "tau0", "heads")}
             model = TorchModel(name, params)
@@ -267,7 +268,9 @@ def main():
             torch_ns = median_ns(lambda n, s: simulate_model(model, m, paths, n, mdt, s), paths,
                                  steps, args.repetitions)
             ncsde_ns = b["real_time"] * UNIT_NS[b["time_unit"]] / b["path_steps_per_iteration"]
-            report(name, m, torch_ns, ncsde_ns, None, check, paths, steps)
+            batched_ns = (nb["real_time"] * UNIT_NS[nb["time_unit"]] / nb["path_steps_per_iteration"]
+                          if nb else None)
+            report(name, m, torch_ns, ncsde_ns, batched_ns, check, paths, steps)
     out = {"torch_version": torch.__version__, "threads": 1, "results": results}
     if args.out:
         with open(args.out, "w") as f:
