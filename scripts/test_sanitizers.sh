@@ -19,6 +19,8 @@
 #       own_convergence_example  the slowest test (27 s in Release, 200 000 weak paths; several
 #                                minutes under the sanitizers) on integrate() and the Brownian
 #                                sources, which core, spaces and convergence already exercise.
+#     Inside the test programs a sanitizer build skips the doctest suite `statistical` (the large
+#     Monte Carlo studies; tests/main.cpp says why; NCSDE_TEST_ALL=1 runs them too).
 #  2. The fuzz preset (Clang, libFuzzer, address + undefined) in build-fuzz/: builds the two fuzz
 #     targets of tests/fuzz and fuzzes each for NCSDE_FUZZ_SECONDS (default 60; both at once).
 #

@@ -174,7 +174,8 @@ TEST_CASE("ResNet one-layer drift is exactly γ² c(n) b_ReLU at finite n (docs/
   check_means(means, p.gamma2 * net.c() * b, m);
 }
 
-TEST_CASE("attention one-layer drift n E[ΔV] ≈ γ² b_att (docs/maths.md §5.3, §6)") {
+TEST_CASE("attention one-layer drift n E[ΔV] ≈ γ² b_att (docs/maths.md §5.3, §6)" *
+          doctest::test_suite("statistical")) {
   // One head, no W^O, n = 64, n_k = 16, γ² = 1/2, τ₀ = 1, 40'000 independent networks.
   // Control variate: the same layer with A replaced by I, i.e. X̃₁ = λX₀ + γ X₀ W^V/√n with the very
   // W^V of the network (counter (user, 0, weight_tag(value))), has E[X̃₁X̃₁ᵀ/n] = V₀ exactly, so

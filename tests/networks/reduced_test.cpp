@@ -280,7 +280,8 @@ TEST_CASE("unshaped attention_matrix is the row softmax: rows sum to 1, entries 
   CHECK(std::abs(a(3, 3) - 1.0) <= 4 * eps);
 }
 
-TEST_CASE("literal and reduced networks agree in law after one layer (m = 3, n = 32, from V3)") {
+TEST_CASE("literal and reduced networks agree in law after one layer (m = 3, n = 32, from V3)" *
+          doctest::test_suite("statistical")) {
   // 10'000 literal and 20'000 reduced one-layer networks per configuration, 6 packed entries, means
   // and variances within 4.5 combined standard errors (check_one_step_agreement): 9 configurations
   // × 12 checks at 6.8e-6 each, family-wise false-alarm rate ≤ 7.4e-4.
@@ -318,7 +319,8 @@ TEST_CASE("literal and reduced networks agree at the smallest widths n = m = 3 a
   }
 }
 
-TEST_CASE("literal and reduced networks agree in law along paths (n = d = 16, KS on ρ¹² and V¹¹)") {
+TEST_CASE("literal and reduced networks agree in law along paths (n = d = 16, KS on ρ¹² and V¹¹)" *
+          doctest::test_suite("statistical")) {
   // Depth d = n = 16 (T = 1) from V3, τ₀ = ½ (docs/maths.md §9.1's strong attention);
   // `literal_paths` literal and `reduced_paths` reduced networks. This checks the chain (fresh
   // counters per layer, the transformer's two sublayers, the state carried between layers); the

@@ -199,7 +199,8 @@ TEST_CASE("results are bit-identical for any number of threads") {
   CHECK(s.run(o)[0].errors != runs[0][0].errors);
 }
 
-TEST_CASE("measured orders on the standard problems (small fixed-seed runs)") {
+TEST_CASE("measured orders on the standard problems (small fixed-seed runs)" *
+          doctest::test_suite("statistical")) {
   // Bands: strong ±0.1, weak ±0.2 around the theoretical order. The slopes' standard errors at
   // these path counts are < 0.03 (checked below; gbm's Milstein weak slope needs 4000 paths: 0.037
   // at 2000 with this seed, so that the band is at least 3 standard errors
@@ -250,7 +251,8 @@ TEST_CASE("measured orders on the standard problems (small fixed-seed runs)") {
   }
 }
 
-TEST_CASE("the martingale control and the coupled EM control estimate the same weak error") {
+TEST_CASE("the martingale control and the coupled EM control estimate the same weak error" *
+          doctest::test_suite("statistical")) {
   // Both estimators are unbiased for E f(V^EM_dt) − E f(V_T), computed on the same paths; their
   // difference at each level is within 5 (se₁ + se₂) (a bound on 5 standard deviations of the
   // difference whatever their correlation). The martingale control's standard error must be far
@@ -362,7 +364,7 @@ void check_measured(const convergence_series& r, double bias = 0.0) {
 
 }  // namespace
 
-TEST_CASE("predictor-corrector: in the registry, and its measured orders") {
+TEST_CASE("predictor-corrector: in the registry, in the default selection") {
   const std::size_t i = ncsde::find_scheme("predictor-corrector");
   static_assert(ncsde::builtin_schemes::index_of<ncsde::predictor_corrector<>> == 3);
   CHECK(i == 3);
@@ -375,7 +377,9 @@ TEST_CASE("predictor-corrector: in the registry, and its measured orders") {
   // It is in the default selection.
   CHECK(std::find(convergence_options{}.schemes.begin(), convergence_options{}.schemes.end(),
                   "predictor-corrector") != convergence_options{}.schemes.end());
+}
 
+TEST_CASE("predictor-corrector: its measured orders" * doctest::test_suite("statistical")) {
   convergence_options o;
   SUBCASE("gbm: strong 1/2, weak 1") {
     // The weak series needs the most paths: the predictor-corrector's weak error on gbm is about
