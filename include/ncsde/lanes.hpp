@@ -93,32 +93,37 @@ inline void require_pivot_margin(const lane_block& v, int m, const lane_block& l
 
 /// out = L X for the m×m matrices of a lane group, lane by lane (entry (a, b) in column a + b·m):
 /// out(a, d) = Σ_c L(a, c) X(c, d), summed in increasing c from 0. With `lower` (L lower triangular
-/// in every lane) the sums stop at c = a. out must not be l or x.
+/// in every lane) the sums stop at c = a. M: m at compile time (the loops unrolled; m must equal
+/// it), or Eigen::Dynamic. out must not be l or x.
+template <int M = Eigen::Dynamic>
 inline void lane_product(const lane_block& l, const Eigen::Ref<const lane_block>& x, int m,
                          bool lower, lane_block& out) {
-  out.resize(batch_width, static_cast<Eigen::Index>(m) * m);
+  const int n = M == Eigen::Dynamic ? m : M;
+  out.resize(batch_width, static_cast<Eigen::Index>(n) * n);
   lane_column s;
-  for (int d = 0; d < m; ++d)
-    for (int a = 0; a < m; ++a) {
-      const int c_end = lower ? a + 1 : m;
+  for (int d = 0; d < n; ++d)
+    for (int a = 0; a < n; ++a) {
+      const int c_end = lower ? a + 1 : n;
       s.setZero();
-      for (int c = 0; c < c_end; ++c) s += l.col(a + c * m) * x.col(c + d * m);
-      out.col(a + d * m) = s;
+      for (int c = 0; c < c_end; ++c) s += l.col(a + c * n) * x.col(c + d * n);
+      out.col(a + d * n) = s;
     }
 }
 
 /// out = X Lᵀ lane by lane: out(a, b) = Σ_d X(a, d) L(b, d), summed in increasing d from 0; with
-/// `lower` the sums stop at d = b. out must not be l or x.
+/// `lower` the sums stop at d = b. M as for lane_product. out must not be l or x.
+template <int M = Eigen::Dynamic>
 inline void lane_product_transposed(const Eigen::Ref<const lane_block>& x, const lane_block& l,
                                     int m, bool lower, lane_block& out) {
-  out.resize(batch_width, static_cast<Eigen::Index>(m) * m);
+  const int n = M == Eigen::Dynamic ? m : M;
+  out.resize(batch_width, static_cast<Eigen::Index>(n) * n);
   lane_column s;
-  for (int b = 0; b < m; ++b)
-    for (int a = 0; a < m; ++a) {
-      const int d_end = lower ? b + 1 : m;
+  for (int b = 0; b < n; ++b)
+    for (int a = 0; a < n; ++a) {
+      const int d_end = lower ? b + 1 : n;
       s.setZero();
-      for (int d = 0; d < d_end; ++d) s += x.col(a + d * m) * l.col(b + d * m);
-      out.col(a + b * m) = s;
+      for (int d = 0; d < d_end; ++d) s += x.col(a + d * n) * l.col(b + d * n);
+      out.col(a + b * n) = s;
     }
 }
 

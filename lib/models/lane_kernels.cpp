@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
 
 namespace ncsde::models {
@@ -17,22 +18,26 @@ void assert_lanes(const lane_block& v, int m, const char* message) {
 }
 
 /// out = Y + Yᵀ lane by lane.
-void symmetric_sum(const lane_block& y, int m, lane_block& out) {
+template <int M>
+void symmetric_sum(const lane_block& y, int m_in, lane_block& out) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
   out.resize(batch_width, y.cols());
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a) out.col(at(a, b, m)) = y.col(at(a, b, m)) + y.col(at(b, a, m));
 }
 
 /// zeta = L Z Lᵀ lane by lane (t: the workspace of L Z).
+template <int M>
 void lane_congruence(const lane_block& l, bool lower, const Eigen::Ref<const lane_block>& z, int m,
                      lane_block& t, lane_block& zeta) {
-  lane_product(l, z, m, lower, t);
-  lane_product_transposed(t, l, m, lower, zeta);
+  lane_product<M>(l, z, m, lower, t);
+  lane_product_transposed<M>(t, l, m, lower, zeta);
 }
 
-}  // namespace
-
-void b_relu_lanes(const lane_block& v, int m, double c_plus, double c_minus, lane_block& out) {
+template <int M>
+void b_relu_lanes_impl(const lane_block& v, int m_in, double c_plus, double c_minus,
+                       lane_block& out) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
   assert_lanes(v, m, "b_relu_lanes: V must be m×m per lane");
   NCSDE_ASSERT(&out != &v, "b_relu_lanes: out must not be V");
   const double scale = (c_plus - c_minus) * (c_plus - c_minus) / (2.0 * std::numbers::pi);
@@ -54,8 +59,10 @@ void b_relu_lanes(const lane_block& v, int m, double c_plus, double c_minus, lan
   for (int a = 0; a < m; ++a) out.col(at(a, a, m)).setZero();
 }
 
-void b_att_lanes(const lane_block& v, int m, double tau0, lane_block& out,
-                 lane_coefficient_workspace& ws) {
+template <int M>
+void b_att_lanes_impl(const lane_block& v, int m_in, double tau0, lane_block& out,
+                      lane_coefficient_workspace& ws) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
   assert_lanes(v, m, "b_att_lanes: V must be m×m per lane");
   const double md = static_cast<double>(m);
   // Columns of ws.c0: the row means v̄; ws.c1: diag(PVP); ws.c2: V u.
@@ -100,8 +107,10 @@ void b_att_lanes(const lane_block& v, int m, double tau0, lane_block& out,
                       v.col(at(a, b, m)) * tr_pvpv / (md * md));
 }
 
-void b_causal_lanes(const lane_block& v, int m, double tau0, lane_block& out,
-                    lane_coefficient_workspace& ws) {
+template <int M>
+void b_causal_lanes_impl(const lane_block& v, int m_in, double tau0, lane_block& out,
+                         lane_coefficient_workspace& ws) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
   assert_lanes(v, m, "b_causal_lanes: V must be m×m per lane");
   // The prefix sums of b_causal: R(i, b) = Σ_{j≤b} V^{ij}, Π, Q2 over the leading blocks,
   // S2(a, b) = Σ_{i≤a} R(i, b)²; U's row a is u_aᵀ; E = D_κ⁻¹ Diag(V) U V.
@@ -153,7 +162,7 @@ void b_causal_lanes(const lane_block& v, int m, double tau0, lane_block& out,
                             tr_a / (2.0 * k) + pi.col(at(a, a, m)) / (k * k);
   }
   // U is lower triangular: E = U V sums ν ≤ a.
-  lane_product(u, v, m, true, e);
+  lane_product<M>(u, v, m, true, e);
   for (int a = 0; a < m; ++a) {
     const lane_column weight = v.col(at(a, a, m)) / (a + 1.0);
     for (int b = 0; b < m; ++b) e.col(at(a, b, m)) *= weight;
@@ -177,21 +186,25 @@ void b_causal_lanes(const lane_block& v, int m, double tau0, lane_block& out,
     }
 }
 
-void noise_lin_lanes(const lane_block& l, bool lower, const Eigen::Ref<const lane_block>& g, int m,
-                     lane_block& out, lane_coefficient_workspace& ws) {
+template <int M>
+void noise_lin_lanes_impl(const lane_block& l, bool lower, const Eigen::Ref<const lane_block>& g,
+                          int m_in, lane_block& out, lane_coefficient_workspace& ws) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
   assert_lanes(l, m, "noise_lin_lanes: L must be m×m per lane");
   NCSDE_ASSERT(g.cols() == l.cols(), "noise_lin_lanes: G must be m×m per lane");
   lane_block& mm = ws.m1;
-  lane_congruence(l, lower, g, m, ws.m0, mm);
+  lane_congruence<M>(l, lower, g, m, ws.m0, mm);
   out.resize(batch_width, l.cols());
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a)
       out.col(at(a, b, m)) = (mm.col(at(a, b, m)) + mm.col(at(b, a, m))) / std::numbers::sqrt2;
 }
 
-void noise_att_lanes(const lane_block& l, bool lower, const lane_block& v,
-                     const Eigen::Ref<const lane_block>& z, int m, double tau0, lane_block& out,
-                     lane_coefficient_workspace& ws) {
+template <int M>
+void noise_att_lanes_impl(const lane_block& l, bool lower, const lane_block& v,
+                          const Eigen::Ref<const lane_block>& z, int m_in, double tau0,
+                          lane_block& out, lane_coefficient_workspace& ws) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
   assert_lanes(l, m, "noise_att_lanes: L must be m×m per lane");
   NCSDE_ASSERT(z.cols() == l.cols() && v.cols() == l.cols(),
                "noise_att_lanes: L, V and Z must be m×m per lane");
@@ -199,7 +212,7 @@ void noise_att_lanes(const lane_block& l, bool lower, const lane_block& v,
   lane_block& zeta = ws.m1;
   lane_block& pv = ws.m2;
   lane_block& y = ws.m3;
-  lane_congruence(l, lower, z, m, ws.m0, zeta);
+  lane_congruence<M>(l, lower, z, m, ws.m0, zeta);
   // P V = V − 1 v̄ᵀ, v̄ the column means.
   pv.resize(batch_width, v.cols());
   lane_column mean;
@@ -209,20 +222,22 @@ void noise_att_lanes(const lane_block& l, bool lower, const lane_block& v,
     mean /= md;
     for (int a = 0; a < m; ++a) pv.col(at(a, b, m)) = v.col(at(a, b, m)) - mean;
   }
-  lane_product(zeta, pv, m, false, y);
+  lane_product<M>(zeta, pv, m, false, y);
   y /= md * tau0;
-  symmetric_sum(y, m, out);
+  symmetric_sum<M>(y, m, out);
 }
 
-void noise_causal_lanes(const lane_block& l, bool lower, const lane_block& v,
-                        const Eigen::Ref<const lane_block>& z, int m, double tau0, lane_block& out,
-                        lane_coefficient_workspace& ws) {
+template <int M>
+void noise_causal_lanes_impl(const lane_block& l, bool lower, const lane_block& v,
+                             const Eigen::Ref<const lane_block>& z, int m_in, double tau0,
+                             lane_block& out, lane_coefficient_workspace& ws) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
   assert_lanes(l, m, "noise_causal_lanes: L must be m×m per lane");
   NCSDE_ASSERT(z.cols() == l.cols() && v.cols() == l.cols(),
                "noise_causal_lanes: L, V and Z must be m×m per lane");
   lane_block& n = ws.m1;
   lane_block& y = ws.m2;
-  lane_congruence(l, lower, z, m, ws.m0, n);
+  lane_congruence<M>(l, lower, z, m, ws.m0, n);
   lane_column mean;
   for (int a = 0; a < m; ++a) {
     const double k = a + 1.0;
@@ -233,9 +248,57 @@ void noise_causal_lanes(const lane_block& l, bool lower, const lane_block& v,
     for (int j = a + 1; j < m; ++j) n.col(at(a, j, m)).setZero();
   }
   // N is lower triangular: Y = N V sums j ≤ a.
-  lane_product(n, v, m, true, y);
+  lane_product<M>(n, v, m, true, y);
   y /= tau0;
-  symmetric_sum(y, m, out);
+  symmetric_sum<M>(y, m, out);
+}
+
+/// f.template operator()<M>() for m = M in fixed_sizes, f.template operator()<Eigen::Dynamic>()
+/// otherwise: the kernels' loops unrolled on the fixed sizes.
+template <class F>
+void with_lane_size(int m, F&& f) {
+  switch (m) {
+#define NCSDE_LANE_SIZE_CASE(M) \
+  case M:                       \
+    return f.template operator()<M>();
+    NCSDE_FIXED_SIZES(NCSDE_LANE_SIZE_CASE)
+#undef NCSDE_LANE_SIZE_CASE
+    default:
+      return f.template operator()<Eigen::Dynamic>();
+  }
+}
+
+}  // namespace
+
+void b_relu_lanes(const lane_block& v, int m, double c_plus, double c_minus, lane_block& out) {
+  with_lane_size(m, [&]<int M>() { b_relu_lanes_impl<M>(v, m, c_plus, c_minus, out); });
+}
+
+void b_att_lanes(const lane_block& v, int m, double tau0, lane_block& out,
+                 lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() { b_att_lanes_impl<M>(v, m, tau0, out, ws); });
+}
+
+void b_causal_lanes(const lane_block& v, int m, double tau0, lane_block& out,
+                    lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() { b_causal_lanes_impl<M>(v, m, tau0, out, ws); });
+}
+
+void noise_lin_lanes(const lane_block& l, bool lower, const Eigen::Ref<const lane_block>& g, int m,
+                     lane_block& out, lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() { noise_lin_lanes_impl<M>(l, lower, g, m, out, ws); });
+}
+
+void noise_att_lanes(const lane_block& l, bool lower, const lane_block& v,
+                     const Eigen::Ref<const lane_block>& z, int m, double tau0, lane_block& out,
+                     lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() { noise_att_lanes_impl<M>(l, lower, v, z, m, tau0, out, ws); });
+}
+
+void noise_causal_lanes(const lane_block& l, bool lower, const lane_block& v,
+                        const Eigen::Ref<const lane_block>& z, int m, double tau0, lane_block& out,
+                        lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() { noise_causal_lanes_impl<M>(l, lower, v, z, m, tau0, out, ws); });
 }
 
 }  // namespace ncsde::models
