@@ -20,6 +20,7 @@
 #include "ncsde/random.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "support/ensemble_compare.hpp"
+#include "support/model_cases.hpp"
 #include "support/random_matrices.hpp"
 
 namespace {
@@ -31,36 +32,23 @@ using ncsde::square_matrix;
 using ncsde::vector;
 namespace models = ncsde::models;
 
-constexpr double eps = std::numeric_limits<double>::epsilon();
+using support::coefficient_ulps;
+using support::make_sde;
+using support::model_case;
+using support::model_cases;
+using support::ulps;
 
-struct model_case {
-  const char* name;
-  models::architecture arch;
-  bool causal;
-  bool output_projection;
-  int heads;
-};
-
-constexpr model_case model_cases[] = {
-    {"mlp", models::architecture::mlp, false, false, 1},
-    {"resnet", models::architecture::resnet, false, false, 1},
-    {"attention", models::architecture::attention, false, false, 1},
-    {"attention, W^O, 2 heads", models::architecture::attention, false, true, 2},
-    {"causal attention", models::architecture::attention, true, false, 1},
-    {"transformer", models::architecture::transformer, false, false, 1},
-    {"causal transformer", models::architecture::transformer, true, false, 1},
-};
-
-models::covariance_sde make_sde(const model_case& c) {
-  models::shaped_params p;
-  p.gamma2 = 0.6;
-  p.tau0 = 0.8;
-  p.hidden_ratio = 2.0;
-  p.c_minus = -1.5;
-  p.causal = c.causal;
-  p.output_projection = c.output_projection;
-  p.heads = c.heads;
-  return models::covariance_sde(c.arch, p);
+/// The run both ensembles of a comparison make: 40 paths (five lane groups), 2 threads, records
+/// kept; `batched` sets ensemble_options::batched.
+ncsde::ensemble_options ensemble(bool batched) {
+  ncsde::ensemble_options eo;
+  eo.paths = 40;
+  eo.seed = 3;
+  eo.threads = 2;
+  eo.keep_paths = true;
+  eo.batched = batched;
+  eo.progress = ncsde::progress_mode::off;
+  return eo;
 }
 
 /// Lane l of a block as an m×m matrix, and back.
@@ -100,17 +88,6 @@ std::pair<matrix, matrix> per_path(const models::covariance_sde& sde, const matr
       return per_path_on<Eigen::Dynamic>(sde, v, xi);
   }
 }
-
-/// Normwise distance in units of ε·max|b| (a NaN gives +inf).
-double ulps(const matrix& a, const matrix& b) {
-  const double scale = std::max(b.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
-  const double d = (a - b).cwiseAbs().maxCoeff() / (eps * scale);
-  return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
-}
-
-// The bound of tests/models/fixed_size_test.cpp between two summation orders of the same formulas:
-// a sum of ≤ m = 8 terms moves by ≤ 8 ε of its terms, amplified ≤ 8× where b_att's terms cancel.
-constexpr double coefficient_ulps = 64.0;
 
 }  // namespace
 
@@ -183,26 +160,15 @@ TEST_CASE("batched ensembles of every model agree with the unbatched paths (m = 
   ncsde::integrate_options io;
   io.dt = 0.002;
   io.save_times = {0.1};
-  ncsde::ensemble_options eo;
-  eo.paths = 40;
-  eo.seed = 3;
-  eo.threads = 2;
-  eo.keep_paths = true;
-  eo.progress = ncsde::progress_mode::off;
-  auto eb = eo;
-  eb.batched = true;
+  const ncsde::ensemble_options eo = ensemble(false), eb = ensemble(true);
   double worst = 0.0;
   for (const model_case& c : model_cases) {
     for (const int m : {3, 4, 5}) {
       const std::string name = c.name;
       CAPTURE(name);
       CAPTURE(m);
-      models::covariance_sde sde = make_sde(c);
-      models::shaped_params p = sde.params();
-      p.gamma2 = 0.3;
-      p.tau0 = 1.5;
       const matrix v0 = support::random_spd<matrix>(m, 12, 1.5);
-      const ncsde::problem<models::covariance_sde> prob{models::covariance_sde(c.arch, p), v0, 0.2};
+      const ncsde::problem<models::covariance_sde> prob{make_sde(c, 0.3, 1.5), v0, 0.2};
       const ncsde::ensemble_result a = ncsde::run_ensemble(em, prob, io, eo);
       const ncsde::ensemble_result b = ncsde::run_ensemble(em, prob, io, eb);
       REQUIRE(a.pd.violations == 0);
@@ -224,14 +190,7 @@ TEST_CASE("batched ensembles off the cone (count): the same cone exits and blow-
   ncsde::integrate_options io;
   io.dt = 0.01;
   io.policy = ncsde::pd_policy::count;
-  ncsde::ensemble_options eo;
-  eo.paths = 40;
-  eo.seed = 3;
-  eo.threads = 2;
-  eo.keep_paths = true;
-  eo.progress = ncsde::progress_mode::off;
-  auto eb = eo;
-  eb.batched = true;
+  const ncsde::ensemble_options eo = ensemble(false), eb = ensemble(true);
   const matrix v0 = support::random_spd<matrix>(3, 12, 0.5);
   const ncsde::problem<models::covariance_sde> prob{make_sde(model_cases[2]), v0, 0.5};
   const ncsde::ensemble_result a = ncsde::run_ensemble(em, prob, io, eo);

@@ -18,6 +18,7 @@
 #include "ncsde/random.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "support/model_cases.hpp"
 #include "support/model_wrappers.hpp"
 #include "support/random_matrices.hpp"
 
@@ -32,50 +33,11 @@ constexpr double eps = std::numeric_limits<double>::epsilon();
 
 using support::dynamic_only;
 
-struct model_case {
-  const char* name;
-  models::architecture arch;
-  bool causal;
-  bool output_projection;
-  int heads;
-};
-
-constexpr model_case model_cases[] = {
-    {"mlp", models::architecture::mlp, false, false, 1},
-    {"resnet", models::architecture::resnet, false, false, 1},
-    {"attention", models::architecture::attention, false, false, 1},
-    {"attention, W^O, 2 heads", models::architecture::attention, false, true, 2},
-    {"causal attention", models::architecture::attention, true, false, 1},
-    {"transformer", models::architecture::transformer, false, false, 1},
-    {"causal transformer", models::architecture::transformer, true, false, 1},
-};
-
-models::covariance_sde make_sde(const model_case& c) {
-  models::shaped_params p;
-  p.gamma2 = 0.6;
-  p.tau0 = 0.8;
-  p.hidden_ratio = 2.0;
-  p.c_minus = -1.5;
-  p.causal = c.causal;
-  p.output_projection = c.output_projection;
-  p.heads = c.heads;
-  return models::covariance_sde(c.arch, p);
-}
-
-/// Distance of a from b in units of ε·max|b| (normwise ulps); NaN-safe (a NaN gives +inf).
-double ulps(const matrix& a, const matrix& b) {
-  const double scale = std::max(b.cwiseAbs().maxCoeff(), std::numeric_limits<double>::min());
-  const double d = (a - b).cwiseAbs().maxCoeff() / (eps * scale);
-  return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
-}
-
-// Bound on the normwise distance between the fixed and dynamic evaluation of one coefficient. Both
-// compute the same formulas; only the order of Eigen's sums (inside products and reductions of ≤ m
-// = 8 terms) differs, which moves a sum by ≤ 8 ε of its terms' magnitude. Measured relative to
-// max|out| this is amplified where the terms cancel: b_att's O(|V|³/τ₀²) terms cancel to a smaller
-// drift (measured: ≤ 21 ulps over 20 random V at m = 3; the noises and b_ReLU ≤ 2 ulps, and m = 2,
-// and most m = 4, 8 cases, are bit-identical). 8 ε × a cancellation factor of 8 = 64 ulps.
-constexpr double coefficient_ulps = 64.0;
+using support::coefficient_ulps;
+using support::make_sde;
+using support::model_case;
+using support::model_cases;
+using support::ulps;
 
 template <int M>
 void compare_coefficients(const model_case& c, double& worst) {
