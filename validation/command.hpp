@@ -119,6 +119,9 @@ command coefficients_command();
 /// `ncsde simulate`: an ensemble of paths of a model's covariance SDE (validation/models/).
 command simulate_command();
 
+/// `ncsde merge`: the shards of a simulate run joined into its output (validation/models/).
+command merge_command();
+
 /// `ncsde validate`: SDE vs finite networks, laws of the stopped processes (validation/fidelity/).
 command validate_command();
 

@@ -17,8 +17,9 @@
 int main(int argc, char** argv) {
   using namespace ncsde::cli;
   const std::vector<command> commands{
-      convergence_command(),    coefficients_command(),  simulate_command(), validate_command(),
-      sample_network_command(), rank_collapse_command(), blowup_command(),   models_command(),
+      convergence_command(), coefficients_command(),   simulate_command(),
+      validate_command(),    sample_network_command(), rank_collapse_command(),
+      blowup_command(),      models_command(),         merge_command(),
   };
 
   CLI::App app{"ncsde: stochastic numerics for matrix-valued SDEs dV = b(t,V) dt + G(t,V) dW",

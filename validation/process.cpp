@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <system_error>
 #include <utility>
 
@@ -18,6 +19,10 @@ extern char** environ;
 namespace ncsde::cli {
 
 int run_process(const std::vector<std::string>& args, child_output output) {
+  // What this process has written so far goes out first: otherwise a child's line lands inside a
+  // buffered table row when both streams reach one terminal or pipe.
+  std::cout.flush();
+  std::fflush(stdout);
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

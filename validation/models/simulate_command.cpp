@@ -6,13 +6,15 @@
 ///                  [--pd-policy throw|count|project|refine] [--blowup-threshold 1e6]
 ///                  [--stop-level K] [--step-control fixed|increment|doubling]
 ///                  [--tolerance 0.05] [--max-depth 40]
-///                  [--out FILE.csv] [--format table|json]
+///                  [--out FILE.csv] [--format table|json] [--paths-range A:B --partial FILE]
 ///
 /// --scheme takes any registry scheme (ncsde/schemes.hpp; `ncsde convergence --list-schemes`).
 /// The functionals summarised are every correlation ρ^{ab} (a < b, named rho<a><b>, 1-indexed) and
 /// every diagonal entry V^{aa} (named V<a><a>). Prints summary_table or summary_json; with --out
 /// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm), replacing FILE
-/// only when the run succeeds (cli::output_file). Runs beyond the limits of limits.hpp (steps per
+/// only when the run succeeds (cli::output_file). With --paths-range A:B --partial FILE it runs only
+/// the paths [A, B) and writes them as a partial result (models/shards.hpp), and `ncsde merge` joins
+/// the partials into this command's output for the whole run. Runs beyond the limits of limits.hpp (steps per
 /// path and in all, memory) are refused before they start.
 #include <fmt/format.h>
 
@@ -27,6 +29,7 @@
 #include "command.hpp"
 #include "limits.hpp"
 #include "models/model_flags.hpp"
+#include "models/shards.hpp"
 #include "models/step_flags.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
@@ -50,6 +53,8 @@ struct simulate_args {
   double stop_level = std::numeric_limits<double>::infinity();
   std::string out;
   std::string format = "table";
+  std::string paths_range;
+  std::string partial;
 };
 
 int run_simulate_command(const simulate_args& a) {
@@ -78,27 +83,29 @@ int run_simulate_command(const simulate_args& a) {
   eopt.paths = a.run.paths;
   eopt.threads = a.run.threads;
   eopt.batched = a.run.batched;
-  eopt.keep_paths = !a.out.empty();
-  for (int i = 0; i < m; ++i)
-    for (int j = i + 1; j < m; ++j) {
-      functional f = correlation_functional(i, j);
-      f.name = fmt::format("rho{}{}", i + 1, j + 1);
-      eopt.functionals.push_back(std::move(f));
-    }
-  for (int i = 0; i < m; ++i) {
-    functional f = entry_functional(i, i);
-    f.name = fmt::format("V{}{}", i + 1, i + 1);
-    eopt.functionals.push_back(std::move(f));
-  }
+  // A shard keeps its paths' records, so that `ncsde merge --out` can write the CSV.
+  const bool shard = !a.partial.empty();
+  eopt.keep_paths = !a.out.empty() || shard;
+  eopt.functionals = simulate_functionals(m);
 
   // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
   // was; the grid check also bounds T/dt.
   // The run's size is checked too (limits.hpp): steps, and the memory it keeps per path.
+  path_range range{0, a.run.paths};
   try {
+    if (shard != !a.paths_range.empty())
+      throw_invalid_argument("ncsde simulate", shard ? "--partial" : "--paths-range",
+                             shard ? a.partial : a.paths_range,
+                             shard ? "given with --paths-range A:B" : "given with --partial FILE");
+    if (shard && !a.out.empty())
+      throw_invalid_argument("ncsde simulate", "--out", a.out,
+                             "not given with --partial (ncsde merge --out writes the CSV)");
+    if (shard) range = parse_paths_range(a.paths_range, a.run.paths);
     apply_step_flags(a.steps, iopt);
     validate_options(iopt);
     const step_grid grid(0.0, a.t_end, iopt.dt);
-    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.run.paths, "--paths");
+    check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), range.last - range.first,
+                    shard ? "--paths-range" : "--paths");
     // Per path: the value of each of the K functionals and the status (run_ensemble), the
     // summary's two sorted copies of one functional and a stop or explosion time; with --out the
     // path's record (V at t_stop).
@@ -106,7 +113,8 @@ int run_simulate_command(const simulate_args& a) {
     double per_path = 8.0 * K + sizeof(path_status) + 24.0;
     if (eopt.keep_paths) per_path += sizeof(path_record) + 8.0 * K + 16.0;
     check_memory(
-        "--paths", std::to_string(a.run.paths), per_path * static_cast<double>(a.run.paths),
+        shard ? "--paths-range" : "--paths", shard ? a.paths_range : std::to_string(a.run.paths),
+        per_path * static_cast<double>(range.last - range.first),
         fmt::format("{:.0f} bytes per path: {} functional value{}{}", per_path, K,
                     K == 1 ? "" : "s", eopt.keep_paths ? " and, for --out, the path's V" : ""));
   } catch (const ncsde::invalid_argument& e) {
@@ -116,9 +124,20 @@ int run_simulate_command(const simulate_args& a) {
   // The file is created (as a temporary next to --out) before the run, so that an unwritable path
   // fails at once, and replaces --out only once the run has succeeded.
   std::optional<output_file> file;
-  if (!a.out.empty()) {
-    file.emplace("simulate", "--out", a.out);
+  if (!a.out.empty() || shard) {
+    file.emplace("simulate", shard ? "--partial" : "--out", shard ? a.partial : a.out);
     if (!file->ok()) return exit_usage;
+  }
+
+  if (shard) {
+    // The paths of the range only, as a piece of the run (ncsde merge joins the pieces).
+    const ensemble_partial piece =
+        sde->run_ensemble_range(a.run.scheme, *v0, a.t_end, iopt, eopt, range);
+    file->stream() << partial_file_bytes("simulate", piece);
+    if (!file->commit()) return exit_failure;
+    std::cout << fmt::format("ncsde simulate: paths [{}, {}) of {} written to {}\n", range.first,
+                             range.last, a.run.paths, a.partial);
+    return exit_ok;
   }
 
   // run_ensemble on the model's concrete SDE type (the registry entry instantiates it per scheme).
@@ -161,6 +180,11 @@ command simulate_command() {
                    "default inf: never")
         ->capture_default_str();
     sub.add_option("--out", a->out, "Write one CSV row per path to this file");
+    sub.add_option("--paths-range", a->paths_range,
+                   "A:B: run only the paths [A, B) of the --paths paths (a shard; with --partial)");
+    sub.add_option("--partial", a->partial,
+                   "Write the shard's paths as a partial result to this file (with --paths-range); "
+                   "ncsde merge joins the shards into the output of the whole run");
     sub.add_option("--format", a->format, "Summary format")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();

@@ -120,7 +120,16 @@ class model_instance {
   /// and the known names otherwise.
   ensemble_result run_ensemble(std::string_view scheme, const matrix& v0, double t_end,
                                const integrate_options& iopt, const ensemble_options& eopt) const {
-    return m_self->run_ensemble(scheme, v0, t_end, iopt, eopt);
+    return finish_ensemble(
+        m_self->run_ensemble_range(scheme, v0, t_end, iopt, eopt, path_range{0, eopt.paths}), eopt);
+  }
+  /// run_ensemble_range(scheme, problem{sde, v0, t_end}, iopt, eopt, range) on the concrete SDE
+  /// type: the paths [range.first, range.last) as a piece of the run (ensemble.hpp; merge_partials
+  /// and finish_ensemble join the pieces into exactly run_ensemble's result).
+  ensemble_partial run_ensemble_range(std::string_view scheme, const matrix& v0, double t_end,
+                                      const integrate_options& iopt, const ensemble_options& eopt,
+                                      path_range range) const {
+    return m_self->run_ensemble_range(scheme, v0, t_end, iopt, eopt, range);
   }
   /// sample_sde(sde, v0, opt) (stopped_sample.hpp) on the concrete SDE type.
   sde_sample sample_sde(const matrix& v0, const sde_sample_options& opt) const {
@@ -144,9 +153,10 @@ class model_instance {
     virtual void drift(const matrix& v, matrix& out, double t) const = 0;
     virtual bool has_covariance() const = 0;
     virtual void covariance(const matrix& v, matrix& sigma, double t) const = 0;
-    virtual ensemble_result run_ensemble(std::string_view scheme, const matrix& v0, double t_end,
-                                         const integrate_options& iopt,
-                                         const ensemble_options& eopt) const = 0;
+    virtual ensemble_partial run_ensemble_range(std::string_view scheme, const matrix& v0,
+                                                double t_end, const integrate_options& iopt,
+                                                const ensemble_options& eopt,
+                                                path_range range) const = 0;
     virtual sde_sample sample_sde(const matrix& v0, const sde_sample_options& opt) const = 0;
     virtual const void* target(const std::type_info& type) const = 0;
   };
@@ -296,13 +306,13 @@ struct model_instance::holder final : model_instance::interface {
     else
       throw_invalid("model_instance", "this model has no dense covariance Sigma");
   }
-  ensemble_result run_ensemble(std::string_view scheme, const matrix& v0, double t_end,
-                               const integrate_options& iopt,
-                               const ensemble_options& eopt) const override {
+  ensemble_partial run_ensemble_range(std::string_view scheme, const matrix& v0, double t_end,
+                                      const integrate_options& iopt, const ensemble_options& eopt,
+                                      path_range range) const override {
     const problem<S> prob{sde, v0, t_end};
     return builtin_schemes::visit(find_scheme(scheme, "model_instance: scheme"),
                                   [&]<class St>(std::type_identity<St>) {
-                                    return ncsde::run_ensemble(St{}, prob, iopt, eopt);
+                                    return ncsde::run_ensemble_range(St{}, prob, iopt, eopt, range);
                                   });
   }
   sde_sample sample_sde(const matrix& v0, const sde_sample_options& opt) const override {

@@ -1,0 +1,87 @@
+#include "models/shards.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string_view>
+
+#include "command.hpp"
+#include "ncsde/error.hpp"
+
+namespace ncsde::cli {
+
+namespace {
+
+constexpr std::string_view partial_magic = "ncsde partial result\n";
+constexpr std::string_view command_prefix = "command ";
+
+}  // namespace
+
+std::vector<functional> simulate_functionals(int m) {
+  std::vector<functional> out;
+  for (int i = 0; i < m; ++i)
+    for (int j = i + 1; j < m; ++j) {
+      functional f = correlation_functional(i, j);
+      f.name = fmt::format("rho{}{}", i + 1, j + 1);
+      out.push_back(std::move(f));
+    }
+  for (int i = 0; i < m; ++i) {
+    functional f = entry_functional(i, i);
+    f.name = fmt::format("V{}{}", i + 1, i + 1);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+path_range parse_paths_range(const std::string& text, long long paths) {
+  const std::string rule = fmt::format("A:B with integers 0 <= A < B <= --paths ({})", paths);
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) throw_invalid_argument("ncsde", "--paths-range", text, rule);
+  std::string a = text.substr(0, colon), b = text.substr(colon + 1);
+  if (!detail::canonical_decimal(a, false) || !detail::canonical_decimal(b, false) ||
+      a.size() > 18 || b.size() > 18)
+    throw_invalid_argument("ncsde", "--paths-range", text, rule);
+  const path_range r{std::stoll(a), std::stoll(b)};
+  if (!(r.first < r.last && r.last <= paths))
+    throw_invalid_argument("ncsde", "--paths-range", text, rule);
+  return r;
+}
+
+std::string partial_file_bytes(const std::string& command, const ensemble_partial& partial) {
+  std::string out(partial_magic);
+  out += command_prefix;
+  out += command;
+  out += '\n';
+  out += serialize(partial);
+  return out;
+}
+
+partial_file read_partial_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw invalid_argument(fmt::format("cannot read {}", path.string()));
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto refuse = [&](std::string_view why) {
+    throw invalid_argument(
+        fmt::format("{} is not a partial result of ncsde ({})", path.string(), why));
+  };
+  std::string_view rest = bytes;
+  if (!rest.starts_with(partial_magic)) refuse("no 'ncsde partial result' header");
+  rest.remove_prefix(partial_magic.size());
+  if (!rest.starts_with(command_prefix)) refuse("no command line");
+  rest.remove_prefix(command_prefix.size());
+  const std::size_t end = rest.find('\n');
+  if (end == std::string_view::npos) refuse("no command line");
+  partial_file out;
+  out.command = std::string(rest.substr(0, end));
+  rest.remove_prefix(end + 1);
+  try {
+    out.partial = deserialize_ensemble_partial(rest);
+  } catch (const invalid_argument& e) {
+    refuse(e.what());
+  }
+  return out;
+}
+
+}  // namespace ncsde::cli

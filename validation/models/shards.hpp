@@ -1,0 +1,40 @@
+#pragma once
+/// Shards of a run for batch schedulers (job arrays without MPI): `ncsde simulate … --paths-range
+/// A:B --partial FILE` runs the paths [A, B) of the run and writes them as a partial result;
+/// `ncsde merge FILE…` joins the partials of one run into exactly the output of the run made in one
+/// process (byte for byte, timing aside; ensemble.hpp: run_ensemble_range, merge_partials,
+/// finish_ensemble).
+///
+/// A partial file is the line "ncsde partial result\n", the line "command <name>\n" (the command
+/// that wrote it, which says how its summaries are named), then serialize(ensemble_partial): a
+/// versioned binary format whose doubles are bit-exact.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ncsde/ensemble.hpp"
+
+namespace ncsde::cli {
+
+/// The functionals `ncsde simulate` summarises for m×m states: every ρ^{ab} (a < b, named
+/// rho<a><b>, 1-indexed), then every V^{aa} (named V<a><a>).
+std::vector<functional> simulate_functionals(int m);
+
+/// The range "A:B" of --paths-range (decimal integers, 0 ≤ A < B ≤ paths); throws
+/// ncsde::invalid_argument naming --paths-range and the text otherwise.
+path_range parse_paths_range(const std::string& text, long long paths);
+
+/// A partial file read back: the command that wrote it and its piece.
+struct partial_file {
+  std::string command;
+  ensemble_partial partial;
+};
+
+/// The contents of a partial file of `command` for `partial`.
+std::string partial_file_bytes(const std::string& command, const ensemble_partial& partial);
+
+/// Reads a partial file; throws ncsde::invalid_argument naming the file when it cannot be read or
+/// is not a partial file of this format.
+partial_file read_partial_file(const std::filesystem::path& path);
+
+}  // namespace ncsde::cli
