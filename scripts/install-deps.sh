@@ -33,7 +33,14 @@ fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 sudo_cmd=()
-if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+if [[ $(id -u) -ne 0 ]]; then
+  if ! command -v sudo > /dev/null; then
+    echo "install-deps: not root and no sudo: as root, run" >&2
+    echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo_cmd=(sudo)
+fi
 # Passed through `env`: sudo resets the environment, so an exported DEBIAN_FRONTEND would not reach
 # apt-get; keep existing configuration files rather than prompting about them.
 apt=("${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o Dpkg::Options::=--force-confdef

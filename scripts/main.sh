@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the dependencies, configures and builds the default (Release) preset in build/, then runs
+# Installs the dependencies, configures the default (Release) preset in build/ and builds the ncsde
+# program only (no test suites or benchmarks; their output goes to stderr, so that
+# `scripts/main.sh > results.txt` holds the results alone), then runs
 #   build/ncsde validate "$@"   (default: --plots out/validate)
 # i.e. the shaped-transformer SDE against its finite networks at n = 32, 64, 128, 256 (a few minutes on
 # 2 cores), from the caller's directory (so relative output paths in the arguments mean what the
@@ -8,10 +10,15 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$repo_root/scripts/build.sh"
+(
+  cd "$repo_root"
+  bash scripts/install-deps.sh
+  cmake --preset default
+  cmake --build --preset default --target ncsde
+) >&2
 
 case "${1:-}" in
-  convergence|coefficients|simulate|sample-network|rank-collapse|validate)
+  convergence|coefficients|simulate|merge|sample-network|rank-collapse|blowup|models|validate)
     exec "$repo_root/build/ncsde" "$@" ;;
 esac
 # Without arguments: the default validation, its tables on stdout, PNGs and data in out/validate.

@@ -3,7 +3,7 @@
 #
 #  0. The layout check: scripts/format.sh --check (clang-format 16 against .clang-format) fails
 #     when a C++ file is not laid out as the tree's style says.
-#  1. The asan preset (GCC, address + undefined-behaviour sanitizers, leak detection) in
+#  1. The asan preset (Clang, address + undefined-behaviour sanitizers, leak detection) in
 #     build-asan/: builds the C++ unit test programs only (build preset asan-unit: no benchmarks,
 #     no ncsde program) and runs them (test preset asan-unit): every `unit` test except
 #       cli_*                    they run the ncsde program, which is not built here; its text
