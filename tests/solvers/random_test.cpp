@@ -409,7 +409,11 @@ TEST_CASE("random_stream: tail frequencies P(|z| > 4) and P(|z| > 5) (5·10^7 dr
     }
   }
   const double n = static_cast<double>(blocks) * per_block;
-  for (const auto& [count, level] : {std::pair{beyond4, 4.0}, std::pair{beyond5, 5.0}}) {
+  for (const std::pair<long long, double>& tail :
+       {std::pair{beyond4, 4.0}, std::pair{beyond5, 5.0}}) {
+    // Plain variables, not a structured binding: doctest's CAPTURE takes them in a lambda.
+    const long long count = tail.first;
+    const double level = tail.second;
     const double p = std::erfc(level / std::numbers::sqrt2);
     CAPTURE(level);
     CAPTURE(count);
