@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <iostream>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -22,7 +21,6 @@
 #include "command.hpp"
 #include "models/shards.hpp"
 #include "ncsde/ensemble.hpp"
-#include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
 #include "process.hpp"
 
@@ -74,7 +72,7 @@ int run_merge_command(const merge_args& a) {
   eopt.threads = whole.run.threads;
   eopt.keep_paths = whole.keep_paths;
   eopt.block_size = static_cast<int>(whole.block_size);
-  eopt.functionals = simulate_functionals(static_cast<int>(whole.run.layout.rows));
+  eopt.functionals = summary_functionals(static_cast<int>(whole.run.layout.rows));
   if (!a.out.empty() && !whole.keep_paths)
     throw_invalid_argument("ncsde merge", "--out", a.out,
                            "given only for shards that kept their paths");
@@ -90,11 +88,8 @@ int run_merge_command(const merge_args& a) {
   if (!a.out.empty()) {
     file.emplace("merge", "--out", a.out);
     if (!file->ok()) return exit_usage;
-    write_csv(r, file->stream());
-    if (!file->commit()) return exit_failure;
   }
-  std::cout << (a.format == "json" ? summary_json(r) + "\n" : summary_table(r));
-  return exit_ok;
+  return write_simulate_outputs(r, a.format, file ? &*file : nullptr);
 }
 
 }  // namespace

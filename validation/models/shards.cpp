@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <sstream>
 #include <string_view>
 
 #include "command.hpp"
+#include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
 
 namespace ncsde::cli {
@@ -19,7 +21,7 @@ constexpr std::string_view command_prefix = "command ";
 
 }  // namespace
 
-std::vector<functional> simulate_functionals(int m) {
+std::vector<functional> summary_functionals(int m) {
   std::vector<functional> out;
   for (int i = 0; i < m; ++i)
     for (int j = i + 1; j < m; ++j) {
@@ -33,6 +35,15 @@ std::vector<functional> simulate_functionals(int m) {
     out.push_back(std::move(f));
   }
   return out;
+}
+
+int write_simulate_outputs(const ensemble_result& r, const std::string& format, output_file* file) {
+  if (file) {
+    write_csv(r, file->stream());
+    if (!file->commit()) return exit_failure;
+  }
+  std::cout << (format == "json" ? summary_json(r) + "\n" : summary_table(r));
+  return exit_ok;
 }
 
 path_range parse_paths_range(const std::string& text, long long paths) {

@@ -1,4 +1,7 @@
 #pragma once
+/// What the ensemble commands write, and their shards. The functionals that `ncsde simulate` and
+/// `ncsde sample-network` summarise, the output of simulate (also merge's output) and the shards.
+///
 /// Shards of a run for batch schedulers (job arrays without MPI): `ncsde simulate … --paths-range
 /// A:B --partial FILE` runs the paths [A, B) of the run and writes them as a partial result;
 /// `ncsde merge FILE…` joins the partials of one run into exactly the output of the run made in one
@@ -13,12 +16,18 @@
 #include <vector>
 
 #include "ncsde/ensemble.hpp"
+#include "process.hpp"
 
 namespace ncsde::cli {
 
-/// The functionals `ncsde simulate` summarises for m×m states: every ρ^{ab} (a < b, named
-/// rho<a><b>, 1-indexed), then every V^{aa} (named V<a><a>).
-std::vector<functional> simulate_functionals(int m);
+/// The functionals `ncsde simulate` and `ncsde sample-network` summarise for m×m states: every
+/// ρ^{ab} (a < b, named rho<a><b>, 1-indexed), then every V^{aa} (named V<a><a>).
+std::vector<functional> summary_functionals(int m);
+
+/// The output of `ncsde simulate` for the run r, which `ncsde merge` repeats for the merged run:
+/// with `file`, write_csv(r) into it and commit it; then summary_json(r) (format "json") or
+/// summary_table(r) on stdout. Returns exit_ok, or exit_failure when the file cannot be committed.
+int write_simulate_outputs(const ensemble_result& r, const std::string& format, output_file* file);
 
 /// The range "A:B" of --paths-range (decimal integers, 0 ≤ A < B ≤ paths); throws
 /// ncsde::invalid_argument naming --paths-range and the text otherwise.

@@ -13,9 +13,9 @@
 /// every diagonal entry V^{aa} (named V<a><a>). Prints summary_table or summary_json; with --out
 /// also writes one CSV row per path (write_csv: path,status,t_stop,V11,V12,…,Vmm), replacing FILE
 /// only when the run succeeds (cli::output_file). With --paths-range A:B --partial FILE it runs only
-/// the paths [A, B) and writes them as a partial result (models/shards.hpp), and `ncsde merge` joins
-/// the partials into this command's output for the whole run. Runs beyond the limits of limits.hpp (steps per
-/// path and in all, memory) are refused before they start.
+/// the paths [A, B) and writes them as a partial result (models/shards.hpp), and `ncsde merge`
+/// joins the partials into this command's output for the whole run. Runs beyond the limits of
+/// limits.hpp (steps per path and in all, memory) are refused before they start.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -86,7 +86,7 @@ int run_simulate_command(const simulate_args& a) {
   // A shard keeps its paths' records, so that `ncsde merge --out` can write the CSV.
   const bool shard = !a.partial.empty();
   eopt.keep_paths = !a.out.empty() || shard;
-  eopt.functionals = simulate_functionals(m);
+  eopt.functionals = summary_functionals(m);
 
   // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
   // was; the grid check also bounds T/dt.
@@ -143,12 +143,7 @@ int run_simulate_command(const simulate_args& a) {
   // run_ensemble on the model's concrete SDE type (the registry entry instantiates it per scheme).
   const ensemble_result r = sde->run_ensemble(a.run.scheme, *v0, a.t_end, iopt, eopt);
 
-  if (file) {
-    write_csv(r, file->stream());
-    if (!file->commit()) return exit_failure;
-  }
-  std::cout << (a.format == "json" ? summary_json(r) + "\n" : summary_table(r));
-  return exit_ok;
+  return write_simulate_outputs(r, a.format, file ? &*file : nullptr);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "command.hpp"
 #include "limits.hpp"
 #include "models/model_flags.hpp"
+#include "models/shards.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/networks/sample.hpp"
@@ -69,23 +70,6 @@ std::vector<double> quantiles(std::vector<double> values) {
     q.push_back(values.empty() ? std::numeric_limits<double>::quiet_NaN()
                                : quantile_sorted(values, p));
   return q;
-}
-
-/// ρ^{ab} for a < b, then V^{aa}, with the names of ncsde simulate.
-std::vector<functional> summary_functionals(int m) {
-  std::vector<functional> fs;
-  for (int i = 0; i < m; ++i)
-    for (int j = i + 1; j < m; ++j) {
-      functional f = correlation_functional(i, j);
-      f.name = fmt::format("rho{}{}", i + 1, j + 1);
-      fs.push_back(std::move(f));
-    }
-  for (int i = 0; i < m; ++i) {
-    functional f = entry_functional(i, i);
-    f.name = fmt::format("V{}{}", i + 1, i + 1);
-    fs.push_back(std::move(f));
-  }
-  return fs;
 }
 
 json number(double x) {
