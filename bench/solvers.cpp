@@ -4,6 +4,8 @@
 #include <Random123/philox.h>
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -55,9 +57,18 @@ void bench_normals_path(benchmark::State& state, ncsde::detail::simd_path path) 
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
-BENCHMARK_CAPTURE(bench_normals_path, scalar, ncsde::detail::simd_path::scalar)->Arg(1024);
-BENCHMARK_CAPTURE(bench_normals_path, avx2, ncsde::detail::simd_path::avx2)->Arg(1024);
-BENCHMARK_CAPTURE(bench_normals_path, avx512, ncsde::detail::simd_path::avx512)->Arg(1024);
+// One benchmark per compiled path: bench_normals_path/<path>/1024 with the path's name in lower case
+// ("scalar", Highway's "avx2", "avx3" for AVX-512, "sse4", …).
+[[maybe_unused]] const bool normals_path_benchmarks = [] {
+  for (const ncsde::detail::simd_path path : ncsde::detail::compiled_simd_paths()) {
+    std::string name = ncsde::detail::simd_path_name(path);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    benchmark::RegisterBenchmark(("bench_normals_path/" + name).c_str(), bench_normals_path, path)
+        ->Arg(1024);
+  }
+  return true;
+}();
 
 // The generator before Philox4x32: one Philox4x64-10 call (counter (j/4, i0, i1, domain)) per four
 // normals, two Box–Muller pairs with std::log, std::cos, std::sin.

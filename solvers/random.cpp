@@ -1,8 +1,26 @@
 // Counter-based normals and uniforms: Philox4x32-10 words, 53-bit uniforms, Box–Muller with our own
-// log and sincos kernels, written once over a "lane pack" (scalar, AVX2, AVX-512) and dispatched at
-// run time. Built with -ffp-contract=off (CMakeLists.txt): a fused multiply-add in one path and not
-// in another would change the last bit, and the paths must agree bit for bit (random_detail.hpp).
-#include "ncsde/random.hpp"
+// log and sincos kernels, written once over a "lane pack". The plain C++ scalar pack is the
+// reference; the SIMD pack is Google Highway's, compiled for every instruction set Highway targets
+// (SSSE3, SSE4, AVX2, AVX-512, NEON, …, and its portable EMU128), and the widest the CPU runs is
+// chosen at run time. Built with -ffp-contract=off (CMakeLists.txt): a fused multiply-add in one
+// path and not in another would change the last bit, and the paths must agree bit for bit
+// (random_detail.hpp).
+//
+// Highway compiles this file once per target: foreach_target.h includes it again for each one,
+// with HWY_NAMESPACE naming that target's namespace. The code outside the per-target section is
+// compiled once (the NCSDE_RANDOM_COMMON guard, and HWY_ONCE for the last pass).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "solvers/random.cpp"
+// The kernels take the lane count at compile time; scalable vectors (SVE, RVV) have it at run time
+// only, so those targets are left out (their CPUs run the NEON or EMU128 code, with the same bits).
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_RVV)
+#endif
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#ifndef NCSDE_RANDOM_COMMON
+#define NCSDE_RANDOM_COMMON
 
 #include <Random123/philox.h>
 
@@ -11,16 +29,12 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "ncsde/error.hpp"
+#include "ncsde/random.hpp"
 #include "random_detail.hpp"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define NCSDE_RANDOM_X86_SIMD 1
-#include <immintrin.h>
-#else
-#define NCSDE_RANDOM_X86_SIMD 0
-#endif
 
 namespace ncsde {
 namespace {
@@ -112,148 +126,9 @@ struct scalar_pack {
   }
 };
 
-#if NCSDE_RANDOM_X86_SIMD
-
-#define NCSDE_AVX2 [[gnu::target("avx2")]]
-struct avx2_pack {
-  static constexpr int lanes = 4;
-  struct vd {
-    __m256d v;
-  };
-  struct vu {
-    __m256i v;
-  };
-  NCSDE_AVX2 static vd dup(double x) { return {_mm256_set1_pd(x)}; }
-  NCSDE_AVX2 static vu dupu(std::uint64_t x) {
-    return {_mm256_set1_epi64x(static_cast<long long>(x))};
-  }
-  NCSDE_AVX2 static vu loadu(const std::uint64_t* p) {
-    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))};
-  }
-  NCSDE_AVX2 static void storeu(double* out, vd a) { _mm256_storeu_pd(out, a.v); }
-  NCSDE_AVX2 static vu iota(std::uint64_t first) {
-    return {_mm256_add_epi64(_mm256_set1_epi64x(static_cast<long long>(first)),
-                             _mm256_setr_epi64x(0, 1, 2, 3))};
-  }
-  NCSDE_AVX2 static vu xor_(vu a, vu b) { return {_mm256_xor_si256(a.v, b.v)}; }
-  NCSDE_AVX2 static vu xor3(vu a, vu b, vu c) {
-    return {_mm256_xor_si256(_mm256_xor_si256(a.v, b.v), c.v)};
-  }
-  NCSDE_AVX2 static vu and_(vu a, vu b) { return {_mm256_and_si256(a.v, b.v)}; }
-  NCSDE_AVX2 static vu or_(vu a, vu b) { return {_mm256_or_si256(a.v, b.v)}; }
-  NCSDE_AVX2 static vu addu(vu a, vu b) { return {_mm256_add_epi64(a.v, b.v)}; }
-  template <int n>
-  NCSDE_AVX2 static vu shl(vu a) {
-    return {_mm256_slli_epi64(a.v, n)};
-  }
-  template <int n>
-  NCSDE_AVX2 static vu shr(vu a) {
-    return {_mm256_srli_epi64(a.v, n)};
-  }
-  NCSDE_AVX2 static vu mul32(vu a, vu b) { return {_mm256_mul_epu32(a.v, b.v)}; }
-  NCSDE_AVX2 static vd add(vd a, vd b) { return {_mm256_add_pd(a.v, b.v)}; }
-  NCSDE_AVX2 static vd sub(vd a, vd b) { return {_mm256_sub_pd(a.v, b.v)}; }
-  NCSDE_AVX2 static vd mul(vd a, vd b) { return {_mm256_mul_pd(a.v, b.v)}; }
-  NCSDE_AVX2 static vd div(vd a, vd b) { return {_mm256_div_pd(a.v, b.v)}; }
-  NCSDE_AVX2 static vd sqrt(vd a) { return {_mm256_sqrt_pd(a.v)}; }
-  NCSDE_AVX2 static vd as_double(vu a) { return {_mm256_castsi256_pd(a.v)}; }
-  NCSDE_AVX2 static vu as_bits(vd a) { return {_mm256_castpd_si256(a.v)}; }
-  NCSDE_AVX2 static vd small_to_double(vu n) {
-    // 2^52 + n has n as its mantissa bits (n < 2^52); subtracting 2^52 is exact.
-    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000);
-    return {
-        _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(n.v, magic)), _mm256_set1_pd(0x1p52))};
-  }
-  NCSDE_AVX2 static vd unit53(vu n) {
-    // n = hi·2^32 + lo with hi < 2^21: both halves convert exactly, the sum and +1 are exact (≤
-    // 2^53).
-    const vd hi = small_to_double({_mm256_srli_epi64(n.v, 32)});
-    const vd lo = small_to_double({_mm256_and_si256(n.v, _mm256_set1_epi64x(0xFFFFFFFF))});
-    const __m256d sum = _mm256_add_pd(_mm256_mul_pd(hi.v, _mm256_set1_pd(0x1p32)), lo.v);
-    return {_mm256_mul_pd(_mm256_add_pd(sum, _mm256_set1_pd(1.0)), _mm256_set1_pd(0x1p-53))};
-  }
-  NCSDE_AVX2 static vd select_odd(vu k, vd a, vd b) {
-    // blendv reads the sign bit: move bit 0 of k there.
-    return {_mm256_blendv_pd(b.v, a.v, _mm256_castsi256_pd(_mm256_slli_epi64(k.v, 63)))};
-  }
-  NCSDE_AVX2 static void store_pairs(double* out, vd even, vd odd) {
-    const __m256d lo = _mm256_unpacklo_pd(even.v, odd.v);  // e0 o0 e2 o2
-    const __m256d hi = _mm256_unpackhi_pd(even.v, odd.v);  // e1 o1 e3 o3
-    _mm256_storeu_pd(out, _mm256_permute2f128_pd(lo, hi, 0x20));
-    _mm256_storeu_pd(out + 4, _mm256_permute2f128_pd(lo, hi, 0x31));
-  }
-};
-#undef NCSDE_AVX2
-
-#define NCSDE_AVX512 [[gnu::target("avx512f,avx512dq")]]
-// The maskz forms with an all-ones mask are the plain instructions; GCC 12's unmasked intrinsics
-// start from _mm512_undefined_*() and trip -Wmaybe-uninitialized.
-struct avx512_pack {
-  static constexpr int lanes = 8;
-  static constexpr __mmask8 all8 = 0xFF;
-  struct vd {
-    __m512d v;
-  };
-  struct vu {
-    __m512i v;
-  };
-  NCSDE_AVX512 static vd dup(double x) { return {_mm512_set1_pd(x)}; }
-  NCSDE_AVX512 static vu dupu(std::uint64_t x) {
-    return {_mm512_set1_epi64(static_cast<long long>(x))};
-  }
-  NCSDE_AVX512 static vu loadu(const std::uint64_t* p) { return {_mm512_loadu_si512(p)}; }
-  NCSDE_AVX512 static void storeu(double* out, vd a) { _mm512_storeu_pd(out, a.v); }
-  NCSDE_AVX512 static vu iota(std::uint64_t first) {
-    return {_mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(first)),
-                             _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7))};
-  }
-  NCSDE_AVX512 static vu xor_(vu a, vu b) { return {_mm512_xor_si512(a.v, b.v)}; }
-  NCSDE_AVX512 static vu xor3(vu a, vu b, vu c) {
-    return {_mm512_ternarylogic_epi64(a.v, b.v, c.v, 0x96)};
-  }
-  NCSDE_AVX512 static vu and_(vu a, vu b) { return {_mm512_and_si512(a.v, b.v)}; }
-  NCSDE_AVX512 static vu or_(vu a, vu b) { return {_mm512_or_si512(a.v, b.v)}; }
-  NCSDE_AVX512 static vu addu(vu a, vu b) { return {_mm512_add_epi64(a.v, b.v)}; }
-  template <int n>
-  NCSDE_AVX512 static vu shl(vu a) {
-    return {_mm512_maskz_slli_epi64(all8, a.v, n)};
-  }
-  template <int n>
-  NCSDE_AVX512 static vu shr(vu a) {
-    return {_mm512_maskz_srli_epi64(all8, a.v, n)};
-  }
-  NCSDE_AVX512 static vu mul32(vu a, vu b) { return {_mm512_maskz_mul_epu32(all8, a.v, b.v)}; }
-  NCSDE_AVX512 static vd add(vd a, vd b) { return {_mm512_add_pd(a.v, b.v)}; }
-  NCSDE_AVX512 static vd sub(vd a, vd b) { return {_mm512_sub_pd(a.v, b.v)}; }
-  NCSDE_AVX512 static vd mul(vd a, vd b) { return {_mm512_mul_pd(a.v, b.v)}; }
-  NCSDE_AVX512 static vd div(vd a, vd b) { return {_mm512_div_pd(a.v, b.v)}; }
-  NCSDE_AVX512 static vd sqrt(vd a) { return {_mm512_maskz_sqrt_pd(all8, a.v)}; }
-  NCSDE_AVX512 static vd as_double(vu a) { return {_mm512_castsi512_pd(a.v)}; }
-  NCSDE_AVX512 static vu as_bits(vd a) { return {_mm512_castpd_si512(a.v)}; }
-  NCSDE_AVX512 static vd small_to_double(vu n) { return {_mm512_cvtepu64_pd(n.v)}; }
-  NCSDE_AVX512 static vd unit53(vu n) {
-    const __m512i n1 = _mm512_add_epi64(n.v, _mm512_set1_epi64(1));  // ≤ 2^53: converts exactly
-    return {_mm512_mul_pd(_mm512_cvtepu64_pd(n1), _mm512_set1_pd(0x1p-53))};
-  }
-  NCSDE_AVX512 static vd select_odd(vu k, vd a, vd b) {
-    return {_mm512_mask_blend_pd(_mm512_test_epi64_mask(k.v, _mm512_set1_epi64(1)), b.v, a.v)};
-  }
-  NCSDE_AVX512 static void store_pairs(double* out, vd even, vd odd) {
-    const __m512d lo = _mm512_maskz_unpacklo_pd(all8, even.v, odd.v);  // e0 o0 e2 o2 e4 o4 e6 o6
-    const __m512d hi = _mm512_maskz_unpackhi_pd(all8, even.v, odd.v);  // e1 o1 e3 o3 e5 o5 e7 o7
-    _mm512_storeu_pd(out,
-                     _mm512_permutex2var_pd(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi));
-    _mm512_storeu_pd(out + 8,
-                     _mm512_permutex2var_pd(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi));
-  }
-};
-#undef NCSDE_AVX512
-
-#endif  // NCSDE_RANDOM_X86_SIMD
-
 // ---- kernels, written once for every pack -------------------------------------------------------
 // Each is [[gnu::always_inline]] so that it is compiled inside the entry point of its instruction
-// set (which carries the target attribute); the pack operations are then inlined there too.
+// set (which carries Highway's target attribute); the pack operations are then inlined there too.
 
 /// Polynomial c[0] + x·(c[1] + x·(… + x·c[N−1])) (Horner: one fixed order of operations).
 template <class P, std::size_t N>
@@ -548,109 +423,221 @@ template <class P, bool Normal>
   }
 }
 
+/// The entry points of one instruction-set path.
+using fill_fn = void (*)(const block_key& key, double* out, std::ptrdiff_t count);
+using fill_lanes_fn = void (*)(const lane_keys& keys, int lanes, double* out, std::ptrdiff_t count,
+                               std::ptrdiff_t stride);
+struct path_kernels {
+  std::int64_t target = 0;  ///< 0: the scalar reference; otherwise a Highway target bit
+  fill_fn normals = nullptr;
+  fill_fn uniforms = nullptr;
+  fill_lanes_fn lane_normals = nullptr;
+};
+
 template <bool Normal>
 void fill_scalar(const block_key& key, double* out, std::ptrdiff_t count) {
   fill_block<scalar_pack, Normal>(key, out, count);
 }
-
-#if NCSDE_RANDOM_X86_SIMD
-template <bool Normal>
-[[gnu::target("avx2")]] void fill_avx2(const block_key& key, double* out, std::ptrdiff_t count) {
-  fill_block<avx2_pack, Normal>(key, out, count);
-}
-template <bool Normal>
-[[gnu::target("avx512f,avx512dq")]] void fill_avx512(const block_key& key, double* out,
-                                                     std::ptrdiff_t count) {
-  fill_block<avx512_pack, Normal>(key, out, count);
-}
-#endif
-
 template <bool Normal>
 void fill_lanes_scalar(const lane_keys& keys, int lanes, double* out, std::ptrdiff_t count,
                        std::ptrdiff_t stride) {
   fill_lanes<scalar_pack, Normal>(keys, lanes, out, count, stride);
 }
 
-#if NCSDE_RANDOM_X86_SIMD
-template <bool Normal>
-[[gnu::target("avx2")]] void fill_lanes_avx2(const lane_keys& keys, int lanes, double* out,
-                                             std::ptrdiff_t count, std::ptrdiff_t stride) {
-  fill_lanes<avx2_pack, Normal>(keys, lanes, out, count, stride);
-}
-template <bool Normal>
-[[gnu::target("avx512f,avx512dq")]] void fill_lanes_avx512(const lane_keys& keys, int lanes,
-                                                           double* out, std::ptrdiff_t count,
-                                                           std::ptrdiff_t stride) {
-  fill_lanes<avx512_pack, Normal>(keys, lanes, out, count, stride);
-}
+}  // namespace
+}  // namespace ncsde
+
+#endif  // NCSDE_RANDOM_COMMON
+
+// ---- the Highway pack, once per target -------------------------------------------------------------
+
+HWY_BEFORE_NAMESPACE();
+namespace ncsde {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// The lane pack on this target's full vectors: each operation one Highway op (exact integer and
+/// bit operations, correctly rounded add, sub, mul, div and sqrt, conversions of exact integers).
+struct hwy_pack {
+  using D = hn::ScalableTag<double>;
+  using DU = hn::RebindToUnsigned<D>;
+  using DI = hn::RebindToSigned<D>;
+  using DU32 = hn::Repartition<std::uint32_t, DU>;
+  static constexpr int lanes = static_cast<int>(hn::MaxLanes(D()));
+  static_assert(lanes >= 1 && 2 * lanes <= 16, "the lane kernels' buffers hold 16 numbers");
+  struct vd {
+    hn::Vec<D> v;
+  };
+  struct vu {
+    hn::Vec<DU> v;
+  };
+  static vd dup(double x) { return {hn::Set(D(), x)}; }
+  static vu dupu(std::uint64_t x) { return {hn::Set(DU(), x)}; }
+  static vu loadu(const std::uint64_t* p) { return {hn::LoadU(DU(), p)}; }
+  static void storeu(double* out, vd a) { hn::StoreU(a.v, D(), out); }
+  /// first, first + 1, …: the constant 0, 1, … (folded at compile time) plus first, not Iota(first),
+  /// which goes through memory on some targets.
+  static vu iota(std::uint64_t first) {
+    return {hn::Add(hn::Set(DU(), first), hn::Iota(DU(), std::uint64_t{0}))};
+  }
+  static vu xor_(vu a, vu b) { return {hn::Xor(a.v, b.v)}; }
+  static vu xor3(vu a, vu b, vu c) { return {hn::Xor3(a.v, b.v, c.v)}; }
+  static vu and_(vu a, vu b) { return {hn::And(a.v, b.v)}; }
+  static vu or_(vu a, vu b) { return {hn::Or(a.v, b.v)}; }
+  static vu addu(vu a, vu b) { return {hn::Add(a.v, b.v)}; }
+  template <int n>
+  static vu shl(vu a) {
+    return {hn::ShiftLeft<n>(a.v)};
+  }
+  template <int n>
+  static vu shr(vu a) {
+    return {hn::ShiftRight<n>(a.v)};
+  }
+  /// The low 32-bit halves multiplied into 64 bits (the even 32-bit lanes, little-endian).
+  static vu mul32(vu a, vu b) {
+#if HWY_TARGET == HWY_SCALAR
+    // One 64-bit lane holds no pair of 32-bit lanes to MulEven: the scalar product instead.
+    constexpr std::uint64_t low = 0xFFFFFFFFu;
+    return {hn::Set(DU(), (hn::GetLane(a.v) & low) * (hn::GetLane(b.v) & low))};
+#else
+    return {hn::MulEven(hn::BitCast(DU32(), a.v), hn::BitCast(DU32(), b.v))};
 #endif
+  }
+  static vd add(vd a, vd b) { return {hn::Add(a.v, b.v)}; }
+  static vd sub(vd a, vd b) { return {hn::Sub(a.v, b.v)}; }
+  static vd mul(vd a, vd b) { return {hn::Mul(a.v, b.v)}; }
+  static vd div(vd a, vd b) { return {hn::Div(a.v, b.v)}; }
+  static vd sqrt(vd a) { return {hn::Sqrt(a.v)}; }
+  static vd as_double(vu a) { return {hn::BitCast(D(), a.v)}; }
+  static vu as_bits(vd a) { return {hn::BitCast(DU(), a.v)}; }
+  /// n < 2^52 → n as a double, exactly: 2^52 + n has n as its mantissa bits, and subtracting 2^52
+  /// is exact (cheaper than a general 64-bit conversion, which most targets emulate).
+  static vd small_to_double(vu n) {
+    const hn::Vec<D> shifted = hn::BitCast(D(), hn::Or(n.v, hn::Set(DU(), 0x4330000000000000)));
+    return {hn::Sub(shifted, hn::Set(D(), 0x1p52))};
+  }
+  /// n < 2^53 → (n + 1)·2^-53, exactly.
+  static vd unit53(vu n) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    // AVX-512 converts 64-bit integers natively; n + 1 ≤ 2^53 converts exactly.
+    const hn::Vec<DI> n1 = hn::BitCast(DI(), hn::Add(n.v, hn::Set(DU(), 1)));
+    return {hn::Mul(hn::ConvertTo(D(), n1), hn::Set(D(), 0x1p-53))};
+#else
+    // n = hi·2^32 + lo with hi < 2^21: both halves convert exactly, the sum and + 1 are exact
+    // (≤ 2^53).
+    const vd hi = small_to_double({hn::ShiftRight<32>(n.v)});
+    const vd lo = small_to_double({hn::And(n.v, hn::Set(DU(), 0xFFFFFFFF))});
+    const hn::Vec<D> sum = hn::Add(hn::Mul(hi.v, hn::Set(D(), 0x1p32)), lo.v);
+    return {hn::Mul(hn::Add(sum, hn::Set(D(), 1.0)), hn::Set(D(), 0x1p-53))};
+#endif
+  }
+  /// Lanes whose k is odd take a, the others b: 0 − (k & 1) is all ones in the odd lanes and zero
+  /// in the others, a mask on every target (plain 64-bit integer operations, no comparison, which
+  /// some targets emulate for 64-bit lanes).
+  static vd select_odd(vu k, vd a, vd b) {
+    const hn::Vec<DU> odd = hn::Sub(hn::Zero(DU()), hn::And(k.v, hn::Set(DU(), 1)));
+    return {hn::IfThenElse(hn::MaskFromVec(hn::BitCast(D(), odd)), a.v, b.v)};
+  }
+  /// out[2i] = even[i], out[2i + 1] = odd[i].
+  static void store_pairs(double* out, vd even, vd odd) {
+    hn::StoreInterleaved2(even.v, odd.v, D(), out);
+  }
+};
+
+template <bool Normal>
+void fill(const block_key& key, double* out, std::ptrdiff_t count) {
+  fill_block<hwy_pack, Normal>(key, out, count);
+}
+void fill_lane_normals(const lane_keys& keys, int lanes, double* out, std::ptrdiff_t count,
+                       std::ptrdiff_t stride) {
+  fill_lanes<hwy_pack, true>(keys, lanes, out, count, stride);
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace ncsde
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ncsde {
+namespace {
 
 // ---- dispatch ---------------------------------------------------------------------------------
 
+constexpr path_kernels scalar_kernels{0, &fill_scalar<true>, &fill_scalar<false>,
+                                      &fill_lanes_scalar<true>};
+
+// The Highway targets compiled into this file (HWY_TARGETS), each target's entry points: a constant
+// table, so that it is complete before any static initialiser runs. The list is Highway's own
+// (highway.h, HWY_CHOOSE_*), the scalable targets left out above.
+#define NCSDE_RANDOM_TARGET(T) \
+  path_kernels { HWY_##T, &N_##T::fill<true>, &N_##T::fill<false>, &N_##T::fill_lane_normals }
+constexpr path_kernels target_kernels[] = {
+#if HWY_TARGETS & HWY_AVX3_DL
+    NCSDE_RANDOM_TARGET(AVX3_DL),
+#endif
+#if HWY_TARGETS & HWY_AVX3
+    NCSDE_RANDOM_TARGET(AVX3),
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    NCSDE_RANDOM_TARGET(AVX2),
+#endif
+#if HWY_TARGETS & HWY_SSE4
+    NCSDE_RANDOM_TARGET(SSE4),
+#endif
+#if HWY_TARGETS & HWY_SSSE3
+    NCSDE_RANDOM_TARGET(SSSE3),
+#endif
+#if HWY_TARGETS & HWY_NEON
+    NCSDE_RANDOM_TARGET(NEON),
+#endif
+#if HWY_TARGETS & HWY_PPC8
+    NCSDE_RANDOM_TARGET(PPC8),
+#endif
+#if HWY_TARGETS & HWY_WASM_EMU256
+    NCSDE_RANDOM_TARGET(WASM_EMU256),
+#endif
+#if HWY_TARGETS & HWY_WASM
+    NCSDE_RANDOM_TARGET(WASM),
+#endif
+#if HWY_TARGETS & HWY_EMU128
+    NCSDE_RANDOM_TARGET(EMU128),
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+    NCSDE_RANDOM_TARGET(SCALAR),
+#endif
+};
+#undef NCSDE_RANDOM_TARGET
+
+/// The kernels of `path`, or nullptr when this file was not compiled for it.
+const path_kernels* compiled(detail::simd_path path) {
+  if (path.target == 0) return &scalar_kernels;
+  for (const path_kernels& k : target_kernels)
+    if (k.target == path.target) return &k;
+  return nullptr;
+}
+
 bool cpu_supports(detail::simd_path path) {
-  switch (path) {
-    case detail::simd_path::scalar:
-      return true;
-#if NCSDE_RANDOM_X86_SIMD
-    case detail::simd_path::avx2:
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2");
-    case detail::simd_path::avx512:
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-#else
-    case detail::simd_path::avx2:
-    case detail::simd_path::avx512:
-      return false;
-#endif
+  if (compiled(path) == nullptr) return false;
+  return path.target == 0 || (hwy::SupportedTargets() & path.target) != 0;
+}
+
+/// The best compiled target this CPU runs (Highway numbers its targets from the best: the lowest
+/// bit); the scalar reference when there is none.
+const path_kernels& detect_fastest() {
+  const path_kernels* best = &scalar_kernels;
+  for (const path_kernels& k : target_kernels) {
+    if (!cpu_supports({k.target})) continue;
+    if (best->target == 0 || k.target < best->target) best = &k;
   }
-  return false;
+  return *best;
 }
 
-detail::simd_path detect_fastest() {
-  if (cpu_supports(detail::simd_path::avx512)) return detail::simd_path::avx512;
-  if (cpu_supports(detail::simd_path::avx2)) return detail::simd_path::avx2;
-  return detail::simd_path::scalar;
-}
-
-detail::simd_path fastest() {
-  static const detail::simd_path path = detect_fastest();
-  return path;
-}
-
-template <bool Normal>
-void fill(detail::simd_path path, const block_key& key, double* out, std::ptrdiff_t count) {
-  switch (path) {
-#if NCSDE_RANDOM_X86_SIMD
-    case detail::simd_path::avx512:
-      fill_avx512<Normal>(key, out, count);
-      return;
-    case detail::simd_path::avx2:
-      fill_avx2<Normal>(key, out, count);
-      return;
-#endif
-    default:
-      fill_scalar<Normal>(key, out, count);
-      return;
-  }
-}
-
-template <bool Normal>
-void fill_lanes_on(detail::simd_path path, const lane_keys& keys, int lanes, double* out,
-                   std::ptrdiff_t count, std::ptrdiff_t stride) {
-  switch (path) {
-#if NCSDE_RANDOM_X86_SIMD
-    case detail::simd_path::avx512:
-      fill_lanes_avx512<Normal>(keys, lanes, out, count, stride);
-      return;
-    case detail::simd_path::avx2:
-      fill_lanes_avx2<Normal>(keys, lanes, out, count, stride);
-      return;
-#endif
-    default:
-      fill_lanes_scalar<Normal>(keys, lanes, out, count, stride);
-      return;
-  }
+const path_kernels& fastest() {
+  static const path_kernels& k = detect_fastest();
+  return k;
 }
 
 void check_lanes(const char* where, int lanes, std::ptrdiff_t stride) {
@@ -659,9 +646,11 @@ void check_lanes(const char* where, int lanes, std::ptrdiff_t stride) {
   if (stride < lanes) throw_invalid_argument(where, "stride", stride, ">= lanes");
 }
 
-void check_path(const char* where, detail::simd_path path) {
+const path_kernels& checked_path(const char* where, detail::simd_path path) {
   if (!cpu_supports(path))
-    throw_invalid_argument(where, "path", static_cast<int>(path), "supported by this CPU");
+    throw_invalid_argument(where, "path", detail::simd_path_name(path),
+                           "compiled into the library and supported by this CPU");
+  return *compiled(path);
 }
 
 }  // namespace
@@ -669,7 +658,7 @@ void check_path(const char* where, detail::simd_path path) {
 void random_stream::normals(random_domain domain, std::uint64_t i0, std::uint64_t i1, double* out,
                             std::ptrdiff_t count) const {
   if (count <= 0) return;
-  fill<true>(fastest(), make_block_key(m_seed, m_path, domain, i0, i1), out, count);
+  fastest().normals(make_block_key(m_seed, m_path, domain, i0, i1), out, count);
 }
 
 void random_stream::normals(random_domain domain, std::uint64_t i0, std::uint64_t i1,
@@ -680,7 +669,7 @@ void random_stream::normals(random_domain domain, std::uint64_t i0, std::uint64_
 void random_stream::uniforms(random_domain domain, std::uint64_t i0, std::uint64_t i1, double* out,
                              std::ptrdiff_t count) const {
   if (count <= 0) return;
-  fill<false>(fastest(), make_block_key(m_seed, m_path, domain, i0, i1), out, count);
+  fastest().uniforms(make_block_key(m_seed, m_path, domain, i0, i1), out, count);
 }
 
 void lane_normals(std::uint64_t seed, const std::uint64_t* paths, int lanes, random_domain domain,
@@ -690,38 +679,50 @@ void lane_normals(std::uint64_t seed, const std::uint64_t* paths, int lanes, ran
   if (count <= 0) return;
   lane_keys keys;
   make_lane_keys(seed, paths, lanes, domain, i0, i1, keys);
-  fill_lanes_on<true>(fastest(), keys, lanes, out, count, stride);
+  fastest().lane_normals(keys, lanes, out, count, stride);
 }
 
 namespace detail {
 
+std::vector<simd_path> compiled_simd_paths() {
+  std::vector<simd_path> paths{scalar_path};
+  for (const path_kernels& k : target_kernels) paths.push_back({k.target});
+  std::sort(paths.begin() + 1, paths.end(),
+            [](simd_path a, simd_path b) { return a.target < b.target; });
+  return paths;
+}
+
+std::string simd_path_name(simd_path path) {
+  return path.target == 0 ? std::string("scalar") : std::string(hwy::TargetName(path.target));
+}
+
 bool simd_path_supported(simd_path path) { return cpu_supports(path); }
 
-simd_path fastest_simd_path() { return fastest(); }
+simd_path fastest_simd_path() { return {fastest().target}; }
 
 void normals_on(simd_path path, const random_stream& stream, random_domain domain, std::uint64_t i0,
                 std::uint64_t i1, double* out, std::ptrdiff_t count) {
-  check_path("detail::normals_on", path);
+  const path_kernels& k = checked_path("detail::normals_on", path);
   if (count <= 0) return;
-  fill<true>(path, make_block_key(stream.seed(), stream.path(), domain, i0, i1), out, count);
+  k.normals(make_block_key(stream.seed(), stream.path(), domain, i0, i1), out, count);
 }
 
 void uniforms_on(simd_path path, const random_stream& stream, random_domain domain,
                  std::uint64_t i0, std::uint64_t i1, double* out, std::ptrdiff_t count) {
-  check_path("detail::uniforms_on", path);
+  const path_kernels& k = checked_path("detail::uniforms_on", path);
   if (count <= 0) return;
-  fill<false>(path, make_block_key(stream.seed(), stream.path(), domain, i0, i1), out, count);
+  k.uniforms(make_block_key(stream.seed(), stream.path(), domain, i0, i1), out, count);
 }
 
 void lane_normals_on(simd_path path, std::uint64_t seed, const std::uint64_t* paths, int lanes,
                      random_domain domain, std::uint64_t i0, std::uint64_t i1, double* out,
                      std::ptrdiff_t count, std::ptrdiff_t stride) {
-  check_path("detail::lane_normals_on", path);
+  const path_kernels& k = checked_path("detail::lane_normals_on", path);
   check_lanes("detail::lane_normals_on", lanes, stride);
   if (count <= 0) return;
   lane_keys keys;
   make_lane_keys(seed, paths, lanes, domain, i0, i1, keys);
-  fill_lanes_on<true>(path, keys, lanes, out, count, stride);
+  k.lane_normals(keys, lanes, out, count, stride);
 }
 
 double log_unit(double u) { return log_kernel<scalar_pack>({u}).v; }
@@ -735,3 +736,5 @@ void sincos_turns(double t, double& sin_out, double& cos_out) {
 
 }  // namespace detail
 }  // namespace ncsde
+
+#endif  // HWY_ONCE

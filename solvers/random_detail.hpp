@@ -4,26 +4,43 @@
 ///
 /// Every path performs the same IEEE-754 binary64 operations (add, sub, mul, div, sqrt, each
 /// correctly rounded, no fused multiply-add, in the same order) on the same operands; the integer
-/// and bit manipulations are exact. So the scalar, AVX2 and AVX-512 paths give bit-identical
-/// numbers.
+/// and bit manipulations and the integer-to-double conversions are exact. So the scalar reference
+/// and every Highway target (SSE4, AVX2, AVX-512, NEON, EMU128, …) give bit-identical numbers.
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "ncsde/random.hpp"
 
 namespace ncsde::detail {
 
-/// An instruction-set path of random_stream::normals() and uniforms().
-enum class simd_path { scalar, avx2, avx512 };
+/// An instruction-set path of random_stream::normals() and uniforms(): the plain C++ reference
+/// (target 0) or one Google Highway target compiled into the library (a HWY_* target bit, e.g.
+/// HWY_AVX2).
+struct simd_path {
+  std::int64_t target = 0;
+  friend bool operator==(simd_path, simd_path) = default;
+};
 
-/// True if this CPU (and its operating system) can run `path`; scalar always can.
+/// The plain C++ reference path; every CPU runs it.
+inline constexpr simd_path scalar_path{};
+
+/// Every path compiled into the library: the reference first, then Highway's targets from the best
+/// (widest) down, whether or not this CPU runs them.
+std::vector<simd_path> compiled_simd_paths();
+
+/// "scalar", or Highway's name of the target ("AVX2", "AVX3" for AVX-512, "SSE4", "EMU128", …).
+std::string simd_path_name(simd_path path);
+
+/// True if `path` is compiled in and this CPU (and its operating system) can run it; scalar always.
 bool simd_path_supported(simd_path path);
 
-/// The widest supported path: the one random_stream uses.
+/// The best supported path: the one random_stream uses.
 simd_path fastest_simd_path();
 
 /// random_stream::normals() / uniforms() forced onto `path`.
-/// Throws ncsde::invalid_argument if this CPU cannot run `path`.
+/// Throws ncsde::invalid_argument naming the path if it is not compiled in or this CPU cannot run it.
 void normals_on(simd_path path, const random_stream& stream, random_domain domain, std::uint64_t i0,
                 std::uint64_t i1, double* out, std::ptrdiff_t count);
 void uniforms_on(simd_path path, const random_stream& stream, random_domain domain,

@@ -139,11 +139,11 @@ TEST_CASE("lane_normals: lane l is random_stream (seed, paths[l]) bit for bit, o
   using ncsde::detail::simd_path;
   const std::vector<std::uint64_t> paths = {0, 1, 2,      3,        17,       64, 65, 1000,
                                             7, 8, 123456, 1u << 31, 99999999, 5,  6,  4};
-  for (const simd_path path : {simd_path::scalar, simd_path::avx2, simd_path::avx512}) {
+  for (const simd_path path : ncsde::detail::compiled_simd_paths()) {
     if (!ncsde::detail::simd_path_supported(path)) continue;
     for (const int lanes : {1, 3, 4, 8, 13, 16}) {
       for (const std::ptrdiff_t count : {1, 2, 3, 16, 37}) {
-        CAPTURE(static_cast<int>(path));
+        CAPTURE(ncsde::detail::simd_path_name(path));
         CAPTURE(lanes);
         CAPTURE(count);
         const std::ptrdiff_t stride = lanes + 2;

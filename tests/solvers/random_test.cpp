@@ -48,19 +48,9 @@ int agreements(const std::vector<double>& a, const std::vector<double>& b) {
   return same;
 }
 
-const char* path_name(simd_path p) {
-  switch (p) {
-    case simd_path::scalar:
-      return "scalar";
-    case simd_path::avx2:
-      return "avx2";
-    case simd_path::avx512:
-      return "avx512";
-  }
-  return "?";
-}
+std::string path_name(simd_path p) { return ncsde::detail::simd_path_name(p); }
 
-constexpr simd_path all_paths[] = {simd_path::scalar, simd_path::avx2, simd_path::avx512};
+const std::vector<simd_path> all_paths = ncsde::detail::compiled_simd_paths();
 
 /// Uniforms 2p and 2p + 1 of a block, built as random.hpp documents them, from Random123 directly.
 void documented_uniform_pair(const random_stream& s, random_domain d, std::uint64_t i0,
@@ -178,7 +168,8 @@ TEST_CASE("random_stream: blocks of different sizes agree on their common prefix
   }
 }
 
-TEST_CASE("random_stream: the scalar, AVX2 and AVX-512 paths give bit-identical numbers") {
+TEST_CASE(
+    "random_stream: the scalar reference and every Highway target give bit-identical numbers") {
   // random.hpp promises the same bits on every instruction set: same operations, same order, no
   // fused multiply-add. Random addresses (full 64-bit i0, i1), every block size 1..80 (all pack
   // remainders) and larger odd and even sizes; the scalar path is the reference.
@@ -193,12 +184,11 @@ TEST_CASE("random_stream: the scalar, AVX2 and AVX-512 paths give bit-identical 
       std::vector<double> z(3);
       CHECK_THROWS_WITH_AS(ncsde::detail::normals_on(path, random_stream(1, 2), random_domain::user,
                                                      0, 0, z.data(), 3),
-                           doctest::Contains("path must be supported by this CPU"),
-                           ncsde::invalid_argument);
+                           doctest::Contains("supported by this CPU"), ncsde::invalid_argument);
       continue;
     }
     ++exercised;
-    ran += std::string(" ") + path_name(path);
+    ran.append(" ").append(path_name(path));  // (GCC 12 warns on " " + std::string: -Wrestrict)
     CAPTURE(path_name(path));
     long long blocks = 0, identical = 0;
     for (int trial = 0; trial < 120; ++trial) {
@@ -208,11 +198,11 @@ TEST_CASE("random_stream: the scalar, AVX2 and AVX-512 paths give bit-identical 
       const std::ptrdiff_t n =
           trial < 80 ? trial + 1 : static_cast<std::ptrdiff_t>(81 + pick() % 1000);
       std::vector<double> ref(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n));
-      ncsde::detail::normals_on(simd_path::scalar, s, d, i0, i1, ref.data(), n);
+      ncsde::detail::normals_on(ncsde::detail::scalar_path, s, d, i0, i1, ref.data(), n);
       ncsde::detail::normals_on(path, s, d, i0, i1, got.data(), n);
       ++blocks;
       identical += agreements(ref, got) == n;
-      ncsde::detail::uniforms_on(simd_path::scalar, s, d, i0, i1, ref.data(), n);
+      ncsde::detail::uniforms_on(ncsde::detail::scalar_path, s, d, i0, i1, ref.data(), n);
       ncsde::detail::uniforms_on(path, s, d, i0, i1, got.data(), n);
       ++blocks;
       identical += agreements(ref, got) == n;
@@ -221,6 +211,21 @@ TEST_CASE("random_stream: the scalar, AVX2 and AVX-512 paths give bit-identical 
   }
   MESSAGE("paths compared bit for bit:" << ran);
   CHECK(exercised >= 1);
+#if defined(__x86_64__)
+  // Highway compiles the x86-64 SIMD targets in; this CPU runs at least one of them (every x86-64
+  // CPU has SSSE3 or later since 2006) and random_stream uses the best it runs.
+  std::string compiled;
+  for (const simd_path path : all_paths) compiled.append(" ").append(path_name(path));
+  CAPTURE(compiled);
+  CHECK(compiled.find("AVX2") != std::string::npos);
+  CHECK(compiled.find("SSE4") != std::string::npos);
+  CHECK(ncsde::detail::fastest_simd_path().target != 0);
+#endif
+  // A path not compiled in is refused, naming it.
+  std::vector<double> z(3);
+  CHECK_THROWS_WITH_AS(ncsde::detail::normals_on({std::int64_t{1} << 40}, random_stream(1, 2),
+                                                 random_domain::user, 0, 0, z.data(), 3),
+                       doctest::Contains("compiled into the library"), ncsde::invalid_argument);
   // random_stream uses the fastest path.
   const random_stream s(31, 41);
   std::vector<double> via(777);
