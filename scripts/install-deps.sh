@@ -12,6 +12,7 @@ packages=(
   build-essential cmake
   libeigen3-dev libboost-dev libfmt-dev doctest-dev libbenchmark-dev
   librandom123-dev libcli11-dev nlohmann-json3-dev libhwy-dev
+  libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-matplotlib
 )
 case "${1:-}" in

@@ -1,6 +1,8 @@
 /// The `ncsde` command-line program: `ncsde <subcommand> [options]`, one subcommand per file
 /// (command.hpp). Exit codes: 0 success, 1 run failure, 2 bad command line or parameter values
-/// (an --out or --plots path found unwritable before the run included).
+/// (an --out or --plots path found unwritable before the run included). Under mpirun
+/// (mpi_world.hpp) every rank exits with the same code, but for a failure to write an output,
+/// which only rank 0 sees.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -12,10 +14,14 @@
 #include <vector>
 
 #include "command.hpp"
+#include "mpi_world.hpp"
 #include "ncsde/error.hpp"
 
 int main(int argc, char** argv) {
   using namespace ncsde::cli;
+  // Under mpirun (and built with MPI) this starts MPI; rank 0 writes, the others are silent.
+  const mpi_session session(argc, argv);
+  if (!session.ok()) return exit_usage;
   const std::vector<command> commands{
       convergence_command(), coefficients_command(),   simulate_command(),
       validate_command(),    sample_network_command(), rank_collapse_command(),
@@ -64,6 +70,8 @@ int main(int argc, char** argv) {
   for (auto& [sub, action] : actions) {
     if (!sub->parsed()) continue;
     try {
+      // The commands that split their work over MPI ranks; the others refuse more than one rank.
+      if (sub->get_name() != "simulate") require_one_rank(sub->get_name());
       return action();
     } catch (const ncsde::invalid_argument& e) {
       std::fprintf(stderr, "ncsde %s: error: %s\n", sub->get_name().c_str(), e.what());

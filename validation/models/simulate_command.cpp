@@ -31,12 +31,17 @@
 #include "models/model_flags.hpp"
 #include "models/shards.hpp"
 #include "models/step_flags.hpp"
+#include "mpi_world.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/schemes.hpp"
 #include "ncsde/symmetric.hpp"
 #include "process.hpp"
+
+#ifdef NCSDE_HAVE_MPI
+#include "ncsde/mpi.hpp"
+#endif
 
 namespace ncsde::cli {
 namespace {
@@ -56,6 +61,37 @@ struct simulate_args {
   std::string paths_range;
   std::string partial;
 };
+
+/// The run over the MPI ranks (mpi_world.hpp): rank r runs its blocks (ncsde::mpi::rank_paths),
+/// rank 0 merges the pieces into the one-process result and writes the outputs. Every step that
+/// can fail on one rank is agreed on by all (first_failure, run_distributed), so that no rank waits
+/// for one that has left.
+int run_simulate_over_ranks(const simulate_args& a, const models::model_instance& sde,
+                            const matrix& v0, const integrate_options& iopt,
+                            const ensemble_options& eopt) {
+#ifdef NCSDE_HAVE_MPI
+  if (!a.partial.empty())
+    throw_invalid_argument("ncsde simulate", "--partial", a.partial,
+                           "not given under mpirun (the ranks are the shards)");
+  const MPI_Comm comm = world_comm();
+  std::optional<output_file> file;
+  std::optional<std::string> unwritable;
+  if (world().rank == 0 && !a.out.empty()) {
+    file.emplace("simulate", "--out", a.out);
+    if (!file->ok()) unwritable = "--out is not writable";
+  }
+  if (mpi::first_failure(comm, unwritable)) return exit_usage;  // rank 0 has said why
+  const path_range range = mpi::rank_paths(eopt.paths, eopt.block_size, world().rank, world().size);
+  const std::optional<ensemble_result> r = mpi::run_distributed(
+      comm, [&] { return sde.run_ensemble_range(a.run.scheme, v0, a.t_end, iopt, eopt, range); },
+      eopt);
+  if (!r) return exit_ok;  // the other ranks write nothing
+  return write_simulate_outputs(*r, a.format, file ? &*file : nullptr);
+#else
+  (void)a, (void)sde, (void)v0, (void)iopt, (void)eopt;
+  return exit_failure;  // world().active is never true without MPI
+#endif
+}
 
 int run_simulate_command(const simulate_args& a) {
   const std::optional<models::model_instance> sde = make_model(a.model);
@@ -121,6 +157,8 @@ int run_simulate_command(const simulate_args& a) {
     report_invalid_argument(e);
     return exit_usage;
   }
+  if (world().active) return run_simulate_over_ranks(a, *sde, *v0, iopt, eopt);
+
   // The file is created (as a temporary next to --out) before the run, so that an unwritable path
   // fails at once, and replaces --out only once the run has succeeded.
   std::optional<output_file> file;

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""ctest cli_mpi: `ncsde simulate` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
+test_mpi.py; registered when ncsde is built with MPI).
+
+ 1. `mpirun -np N ncsde simulate …` for N = 1, 2, 3 writes exactly the one-process run's JSON
+    summary (timing aside), table and CSV: 150 paths are 3 blocks of 64 (the last one short), so 2
+    ranks cut them 1 + 2 and 3 ranks 1 + 1 + 1; with 100 paths (2 blocks) a third rank has none;
+    stopped paths and two threads per rank; only rank 0 prints;
+ 2. a failure on a rank (a cone exit under --pd-policy throw) ends the job: every rank exits, the
+    exit code is 1 and the message names the lowest failing rank (the one holding the lowest
+    failing path), no hang;
+ 3. bad input is refused once, with exit code 2; the commands that do not split their work refuse
+    more than one rank, naming the command and the rank count.
+"""
+
+import json
+import os
+import re
+import shutil
+
+from cli_support import CliTestCase, main
+
+RUN = ["--model", "transformer", "--V0", "1,0.5,0.3;0.5,1,0.4;0.3,0.4,1", "--T", "0.5", "--dt",
+       "0.01", "--seed", "7", "--threads", "2", "--stop-level", "1.6"]
+MPIEXEC = os.environ.get("MPIEXEC") or shutil.which("mpiexec") or "mpiexec"
+# Root in CI containers, and more ranks than cores on a 2-core machine.
+MPI_FLAGS = ["--oversubscribe", "--allow-run-as-root", "--mca", "btl", "self,vader"]
+
+
+def without_timing(summary_json):
+    d = json.loads(summary_json)
+    d.pop("seconds", None)
+    return d
+
+
+def table_without_timing(text):
+    return re.sub(r"[0-9.]+(e[-+]?[0-9]+)? s\b", "<time> s", text)
+
+
+class MpiCli(CliTestCase):
+    def mpirun(self, np, *args, timeout=300):
+        return self.run_program(args, timeout=timeout,
+                                prefix=[MPIEXEC, "-np", str(np), *MPI_FLAGS])
+
+    def mpirun_ok(self, np, *args):
+        r = self.mpirun(np, *args)
+        if r.returncode != 0:
+            self.fail(f"mpirun -np {np} {r.describe()} failed ({r.returncode}):\n{r.stderr}")
+        return r.stdout
+
+    # ---- 1. byte for byte the one-process run ----
+    def test_ranks_give_the_one_process_run(self):
+        d = self.scratch_dir()
+        for paths in ("150", "100"):
+            run = [*RUN, "--paths", paths]
+            whole_csv = d / f"whole{paths}.csv"
+            whole_json = self.run_ok("simulate", *run, "--format", "json", "--out", whole_csv)
+            whole_table = self.run_ok("simulate", *run)
+            self.assertIn('"stopped"', whole_json)
+            for np in (1, 2, 3):
+                with self.subTest(paths=paths, np=np):
+                    csv = d / f"mpi{paths}_{np}.csv"
+                    out = self.mpirun_ok(np, "simulate", *run, "--format", "json", "--out", csv)
+                    self.assertEqual(without_timing(out), without_timing(whole_json))
+                    self.assertEqual(csv.read_bytes(), whole_csv.read_bytes())
+                    table = self.mpirun_ok(np, "simulate", *run)
+                    self.assertEqual(table_without_timing(table),
+                                     table_without_timing(whole_table))
+
+    # ---- 2. a failing rank ends the job ----
+    def test_failing_rank_ends_the_job(self):
+        # Strong attention from a nearly singular V0: some paths leave the cone, and `throw` makes
+        # that an error (the one-process run names the lowest such path with one thread).
+        run = ["--model", "attention", "--gamma2", "1", "--tau0", "0.5", "--V0",
+               "1,0.999;0.999,1", "--T", "0.3", "--dt", "0.05", "--paths", "192", "--seed", "3",
+               "--pd-policy", "throw"]
+        one = self.run_program(["simulate", *run, "--threads", "1"])
+        self.assertEqual(one.returncode, 1, one.stderr)
+        m = re.search(r"path (\d+)", one.stderr)
+        self.assertIsNotNone(m, one.stderr)
+        lowest = int(m.group(1))
+        r = self.mpirun(3, "simulate", *run, "--threads", "1", timeout=120)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"rank {lowest // 64} of 3:", r.stderr)
+        self.assertIn(f"path {lowest}", r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    # ---- 3. refused input ----
+    def test_refusals(self):
+        r = self.mpirun(2, "simulate", *RUN, "--paths", "-5")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.count("--paths"), 1, r.stderr)
+        r = self.mpirun(2, "simulate", *RUN, "--paths", "100", "--paths-range", "0:50",
+                        "--partial", self.scratch_dir() / "p.bin")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("not given under mpirun", r.stderr)
+        r = self.mpirun(2, "coefficients", "--V", "1,0.5;0.5,1")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("ncsde coefficients", r.stderr)
+        self.assertIn("mpirun -np must be 1", r.stderr)
+        r = self.mpirun(2, "simulate", *RUN, "--paths", "100", "--out", "/nonexistent/dir/x.csv")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("/nonexistent/dir/x.csv", r.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+#include "mpi_world.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "ncsde/error.hpp"
+
+namespace ncsde::cli {
+
+namespace {
+
+mpi_world the_world;
+
+/// The rank count mpirun announced in the environment (0 when not started by mpirun), and (for
+/// the message of a program built without MPI) this process's rank.
+int launched_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  if (std::getenv("PMIX_RANK") != nullptr) return 1;  // PMIx without a size variable
+  return 0;
+}
+
+#ifndef NCSDE_HAVE_MPI
+int launched_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+#endif
+
+#ifdef NCSDE_HAVE_MPI
+/// Ranks other than 0 write nothing: their stdout and stderr go to /dev/null.
+void silence() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (std::freopen("/dev/null", "w", stdout) == nullptr) return;
+  if (std::freopen("/dev/null", "w", stderr) == nullptr) return;
+}
+#endif
+
+}  // namespace
+
+const mpi_world& world() { return the_world; }
+
+mpi_session::mpi_session(int& argc, char**& argv) {
+  const int size = launched_size();
+  if (size == 0) return;
+#ifdef NCSDE_HAVE_MPI
+  MPI_Init(&argc, &argv);
+  the_world.active = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &the_world.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &the_world.size);
+  if (the_world.rank != 0) silence();
+#else
+  (void)argc;
+  (void)argv;
+  if (size > 1) {
+    m_ok = false;
+    if (launched_rank() == 0)
+      std::fprintf(stderr,
+                   "ncsde: error: started by mpirun with %d ranks, but this ncsde was built "
+                   "without MPI (install libopenmpi-dev and rebuild, or run one process)\n",
+                   size);
+  }
+#endif
+}
+
+mpi_session::~mpi_session() {
+#ifdef NCSDE_HAVE_MPI
+  if (the_world.active) {
+    std::fflush(stdout);
+    MPI_Finalize();
+  }
+#endif
+}
+
+void require_one_rank(std::string_view command) {
+  if (the_world.size > 1)
+    throw_invalid_argument(fmt::format("ncsde {}", command), "mpirun -np", the_world.size,
+                           "1: this command runs on one process (under mpirun, `ncsde simulate` "
+                           "splits its paths over the ranks)");
+}
+
+#ifdef NCSDE_HAVE_MPI
+MPI_Comm world_comm() { return MPI_COMM_WORLD; }
+#endif
+
+}  // namespace ncsde::cli

@@ -1,0 +1,49 @@
+#pragma once
+/// The program under mpirun. When ncsde is built with MPI (ncsde::mpi) and started by mpirun or
+/// mpiexec (Open MPI's OMPI_COMM_WORLD_SIZE, PMI's PMI_SIZE or PMIx's PMIX_RANK in the
+/// environment), main() starts MPI (mpi_session) and the commands that distribute their work
+/// (`ncsde simulate`) split it over the ranks; rank 0 writes every output, and the other ranks'
+/// stdout and stderr go to /dev/null (a failure on any rank reaches rank 0 as a message: ncsde/mpi.hpp).
+/// Started any other way the program is one process, with or without MPI built in.
+#include <string_view>
+
+#ifdef NCSDE_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace ncsde::cli {
+
+struct mpi_world {
+  int rank = 0;
+  int size = 1;
+  bool active = false;  ///< MPI is running (started by mpirun, ncsde built with MPI)
+};
+
+/// The world of this process (one process of size 1 until mpi_session starts MPI).
+const mpi_world& world();
+
+/// Starts MPI in main() when the program was started by mpirun and MPI is built in; finalises it
+/// at the end of main(). Started by mpirun with more than one rank without MPI built in, ok() is
+/// false and rank 0 has said why (each rank would otherwise run the whole job).
+class mpi_session {
+ public:
+  mpi_session(int& argc, char**& argv);
+  ~mpi_session();
+  mpi_session(const mpi_session&) = delete;
+  mpi_session& operator=(const mpi_session&) = delete;
+  bool ok() const { return m_ok; }
+
+ private:
+  bool m_ok = true;
+};
+
+/// Refuses (ncsde::invalid_argument, naming the command and the rank count) a command that runs
+/// on one process only when the world has more than one rank.
+void require_one_rank(std::string_view command);
+
+#ifdef NCSDE_HAVE_MPI
+/// MPI_COMM_WORLD while the world is active.
+MPI_Comm world_comm();
+#endif
+
+}  // namespace ncsde::cli
