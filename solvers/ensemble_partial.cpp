@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "byte_codec.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
 
@@ -146,36 +147,9 @@ namespace {
 
 constexpr std::string_view magic = "ncsde ensemble partial v2\n";
 
-class writer {
+class writer : public detail::byte_writer<writer> {
  public:
-  template <class T>
-    requires std::is_arithmetic_v<T> || std::is_enum_v<T>
-  void put(T x) {
-    if constexpr (std::is_enum_v<T>) {
-      put(static_cast<std::int64_t>(x));
-    } else if constexpr (std::is_same_v<T, bool>) {
-      put(static_cast<std::int64_t>(x ? 1 : 0));
-    } else if constexpr (std::is_floating_point_v<T>) {
-      put(std::bit_cast<std::uint64_t>(static_cast<double>(x)));
-    } else {
-      const auto u = static_cast<std::uint64_t>(x);
-      for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
-    }
-  }
-  void put(std::string_view s) {
-    put(static_cast<std::uint64_t>(s.size()));
-    out.append(s);
-  }
-  void put(const vector& v) {
-    put(static_cast<std::uint64_t>(v.size()));
-    for (Eigen::Index i = 0; i < v.size(); ++i) put(v(i));
-  }
-  void put(const matrix& a) {
-    put(static_cast<std::uint64_t>(a.rows()));
-    put(static_cast<std::uint64_t>(a.cols()));
-    for (Eigen::Index i = 0; i < a.rows(); ++i)
-      for (Eigen::Index j = 0; j < a.cols(); ++j) put(a(i, j));
-  }
+  using byte_writer::put;
   void put(const moments& m) {
     put(m.count());
     put(m.mean());
@@ -192,11 +166,6 @@ class writer {
     put(c.refinements);
     put(c.unresolved);
     put(static_cast<std::int64_t>(c.deepest));
-  }
-  template <class T>
-  void put(const std::vector<T>& v) {
-    put(static_cast<std::uint64_t>(v.size()));
-    for (const T& x : v) put(x);
   }
   void put(const path_record& r) {
     put(r.path);
@@ -237,64 +206,14 @@ class writer {
     put(b.values);
     put(b.records);
   }
-
-  std::string out;
 };
 
-class reader {
+class reader : public detail::byte_reader {
  public:
-  explicit reader(std::string_view in) : m_in(in) {}
+  explicit reader(std::string_view in)
+      : byte_reader(in, "deserialize_ensemble_partial: not a complete ensemble partial") {}
 
-  [[noreturn]] void fail(std::string_view what) const {
-    throw invalid_argument(fmt::format(
-        "deserialize_ensemble_partial: not a complete ensemble partial ({} at byte {} of {})", what,
-        m_at, m_in.size()));
-  }
-  std::uint64_t u64() {
-    if (m_in.size() - m_at < 8) fail("truncated");
-    std::uint64_t u = 0;
-    for (int i = 0; i < 8; ++i)
-      u |= static_cast<std::uint64_t>(static_cast<unsigned char>(m_in[m_at + i])) << (8 * i);
-    m_at += 8;
-    return u;
-  }
-  long long i64() { return static_cast<long long>(u64()); }
-  double f64() { return std::bit_cast<double>(u64()); }
-  bool boolean() {
-    const std::uint64_t u = u64();
-    if (u > 1) fail("a flag that is neither 0 nor 1");
-    return u == 1;
-  }
-  /// A count of items of at least `min_bytes` each, checked against the bytes left.
-  std::size_t count(std::size_t min_bytes) {
-    const std::uint64_t n = u64();
-    if (min_bytes > 0 && n > (m_in.size() - m_at) / min_bytes) fail("a count larger than the data");
-    return static_cast<std::size_t>(n);
-  }
-  std::string string() {
-    const std::size_t n = count(1);
-    std::string s(m_in.substr(m_at, n));
-    m_at += n;
-    return s;
-  }
-  path_status status() {
-    const long long s = i64();
-    if (s < 0 || s > static_cast<long long>(path_status::stopped)) fail("an unknown path status");
-    return static_cast<path_status>(s);
-  }
-  vector vec() {
-    vector v(static_cast<Eigen::Index>(count(8)));
-    for (Eigen::Index i = 0; i < v.size(); ++i) v(i) = f64();
-    return v;
-  }
-  matrix mat() {
-    const std::size_t r = count(0), c = count(0);
-    if (r > 0 && c > (m_in.size() - m_at) / 8 / r) fail("a matrix larger than the data");
-    matrix a(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c));
-    for (Eigen::Index i = 0; i < a.rows(); ++i)
-      for (Eigen::Index j = 0; j < a.cols(); ++j) a(i, j) = f64();
-    return a;
-  }
+  path_status status() { return enumeration(path_status::stopped, "path status"); }
   moments mom(int K) {
     const long long n = i64();
     vector mean = vec();
@@ -322,16 +241,6 @@ class reader {
     c.deepest = static_cast<int>(deepest);
     return c;
   }
-  std::vector<double> doubles() {
-    std::vector<double> v(count(8));
-    for (double& x : v) x = f64();
-    return v;
-  }
-  std::vector<vector> vecs() {
-    std::vector<vector> v(count(8));
-    for (vector& x : v) x = vec();
-    return v;
-  }
   /// path, status, t_stop, packed state, saved states: a path_record, and the head of a path.
   path_record record() {
     path_record r;
@@ -342,12 +251,6 @@ class reader {
     r.saved = vecs();
     return r;
   }
-  bool done() const { return m_at == m_in.size(); }
-  std::size_t at() const { return m_at; }
-
- private:
-  std::string_view m_in;
-  std::size_t m_at = 0;
 };
 
 }  // namespace
