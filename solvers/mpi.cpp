@@ -85,13 +85,13 @@ std::optional<failure> first_failure(MPI_Comm comm, const std::optional<std::str
   return f;
 }
 
-std::optional<ensemble_result> run_distributed(MPI_Comm comm,
-                                               const std::function<ensemble_partial()>& piece,
-                                               const ensemble_options& opt, int root) {
+std::optional<std::vector<std::string>> gather_pieces(MPI_Comm comm,
+                                                      const std::function<std::string()>& piece,
+                                                      int root) {
   const int rank = rank_of(comm), size = size_of(comm);
   if (root < 0 || root >= size)
-    throw_invalid_argument("mpi::run_distributed", "root", root, fmt::format("in [0, {})", size));
-  std::optional<ensemble_partial> mine;
+    throw_invalid_argument("mpi::gather_pieces", "root", root, fmt::format("in [0, {})", size));
+  std::string mine;
   std::optional<std::string> error;
   try {
     mine = piece();
@@ -102,29 +102,33 @@ std::optional<ensemble_result> run_distributed(MPI_Comm comm,
   }
   if (const std::optional<failure> f = first_failure(comm, error))
     throw rank_failure(f->rank, size, f->message);
-
   if (rank != root) {
-    send_bytes(comm, serialize(*mine), root, piece_tag);
+    send_bytes(comm, mine, root, piece_tag);
     return std::nullopt;
   }
-  // The root: the pieces in rank order (= path order), its own in its place.
+  std::vector<std::string> pieces(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r)
+    pieces[static_cast<std::size_t>(r)] =
+        r == root ? std::move(mine) : receive_bytes(comm, r, piece_tag);
+  return pieces;
+}
+
+std::optional<ensemble_result> run_distributed(MPI_Comm comm,
+                                               const std::function<ensemble_partial()>& piece,
+                                               const ensemble_options& opt, int root) {
+  const std::optional<std::vector<std::string>> bytes = gather_pieces(
+      comm, [&] { return serialize(piece()); }, root);
+  if (!bytes) return std::nullopt;
   std::vector<ensemble_partial> pieces;
-  pieces.reserve(static_cast<std::size_t>(size));
-  std::optional<std::string> merge_error;
-  for (int r = 0; r < size; ++r) {
-    if (r == root) {
-      pieces.push_back(std::move(*mine));
-      continue;
-    }
-    const std::string bytes = receive_bytes(comm, r, piece_tag);
-    if (merge_error) continue;  // keep receiving: no rank is left blocked in a send
+  pieces.reserve(bytes->size());
+  for (std::size_t r = 0; r < bytes->size(); ++r) {
     try {
-      pieces.push_back(deserialize_ensemble_partial(bytes));
+      pieces.push_back(deserialize_ensemble_partial((*bytes)[r]));
     } catch (const std::exception& e) {
-      merge_error = fmt::format("the piece of rank {}: {}", r, e.what());
+      throw rank_failure(root, static_cast<int>(bytes->size()),
+                         fmt::format("the piece of rank {}: {}", r, e.what()));
     }
   }
-  if (merge_error) throw rank_failure(root, size, *merge_error);
   return finish_ensemble(merge_partials(std::move(pieces)), opt);
 }
 

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
     if (!sub->parsed()) continue;
     try {
       // The commands that split their work over MPI ranks; the others refuse more than one rank.
-      if (sub->get_name() != "simulate") require_one_rank(sub->get_name());
+      if (sub->get_name() != "simulate" && sub->get_name() != "sample-network")
+        require_one_rank(sub->get_name());
       return action();
     } catch (const ncsde::invalid_argument& e) {
       std::fprintf(stderr, "ncsde %s: error: %s\n", sub->get_name().c_str(), e.what());

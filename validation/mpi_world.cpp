@@ -8,6 +8,10 @@
 
 #include "ncsde/error.hpp"
 
+#ifdef NCSDE_HAVE_MPI
+#include "ncsde/mpi.hpp"
+#endif
+
 namespace ncsde::cli {
 
 namespace {
@@ -81,11 +85,21 @@ void require_one_rank(std::string_view command) {
   if (the_world.size > 1)
     throw_invalid_argument(fmt::format("ncsde {}", command), "mpirun -np", the_world.size,
                            "1: this command runs on one process (under mpirun, `ncsde simulate` "
-                           "splits its paths over the ranks)");
+                           "and `ncsde sample-network` split their work over the ranks)");
 }
 
 #ifdef NCSDE_HAVE_MPI
 MPI_Comm world_comm() { return MPI_COMM_WORLD; }
+
+bool open_output_on_rank0(std::optional<output_file>& file, std::string_view command,
+                          const std::string& out) {
+  std::optional<std::string> unwritable;
+  if (the_world.rank == 0 && !out.empty()) {
+    file.emplace(command, "--out", out);
+    if (!file->ok()) unwritable = "--out is not writable";
+  }
+  return !mpi::first_failure(MPI_COMM_WORLD, unwritable);
+}
 #endif
 
 }  // namespace ncsde::cli

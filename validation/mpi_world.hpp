@@ -2,10 +2,14 @@
 /// The program under mpirun. When ncsde is built with MPI (ncsde::mpi) and started by mpirun or
 /// mpiexec (Open MPI's OMPI_COMM_WORLD_SIZE, PMI's PMI_SIZE or PMIx's PMIX_RANK in the
 /// environment), main() starts MPI (mpi_session) and the commands that distribute their work
-/// (`ncsde simulate`) split it over the ranks; rank 0 writes every output, and the other ranks'
+/// (`ncsde simulate`, `ncsde sample-network`) split it over the ranks; rank 0 writes every output, and the other ranks'
 /// stdout and stderr go to /dev/null (a failure on any rank reaches rank 0 as a message: ncsde/mpi.hpp).
 /// Started any other way the program is one process, with or without MPI built in.
+#include <optional>
+#include <string>
 #include <string_view>
+
+#include "process.hpp"
 
 #ifdef NCSDE_HAVE_MPI
 #include <mpi.h>
@@ -44,6 +48,12 @@ void require_one_rank(std::string_view command);
 #ifdef NCSDE_HAVE_MPI
 /// MPI_COMM_WORLD while the world is active.
 MPI_Comm world_comm();
+
+/// Rank 0 creates --out `out` (when given) in `file` before the run; every rank learns whether it
+/// could (mpi::first_failure), so that none starts a run that rank 0 has left. False on every rank
+/// when it could not (rank 0 has said why).
+bool open_output_on_rank0(std::optional<output_file>& file, std::string_view command,
+                          const std::string& out);
 #endif
 
 }  // namespace ncsde::cli

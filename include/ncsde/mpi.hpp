@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ncsde/ensemble.hpp"
 
@@ -49,8 +50,14 @@ struct failure {
 std::optional<failure> first_failure(MPI_Comm comm, const std::optional<std::string>& mine);
 
 /// Runs `piece` on every rank (an exception becomes its rank's failure: first_failure, then
-/// rank_failure on every rank), gathers the pieces to `root` in rank order and returns there the
-/// finished run (merge_partials, finish_ensemble with `opt`); nullopt on the other ranks.
+/// rank_failure on every rank) and gathers the bytes it returns to `root`: there the pieces of all
+/// ranks in rank order, nullopt on the other ranks. Any size (sent in chunks of at most 1 GiB).
+std::optional<std::vector<std::string>> gather_pieces(MPI_Comm comm,
+                                                      const std::function<std::string()>& piece,
+                                                      int root = 0);
+
+/// gather_pieces of the serialised ensemble pieces (serialize(ensemble_partial)), then on `root`
+/// the finished run (merge_partials, finish_ensemble with `opt`); nullopt on the other ranks.
 std::optional<ensemble_result> run_distributed(MPI_Comm comm,
                                                const std::function<ensemble_partial()>& piece,
                                                const ensemble_options& opt, int root = 0);

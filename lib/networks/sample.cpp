@@ -2,8 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
+
+#include "../../solvers/byte_codec.hpp"
 
 namespace ncsde::networks {
 
@@ -51,6 +57,128 @@ std::vector<double> network_ensemble::values(std::size_t j, const functional& f)
 std::vector<double> network_ensemble::stopped_values(const functional& f) const {
   return record_values(*this, f,
                        [](const network_record& r) -> const vector& { return r.stopped_value(); });
+}
+
+network_ensemble merge_network_pieces(std::vector<network_ensemble> pieces) {
+  constexpr const char* where = "merge_network_pieces";
+  if (pieces.empty()) throw_invalid(where, "no pieces");
+  network_ensemble out = std::move(pieces.front());
+  for (std::size_t i = 1; i < pieces.size(); ++i) {
+    network_ensemble& p = pieces[i];
+    auto differs = [&](const char* what) {
+      throw_invalid(where,
+                    ncsde::detail::format_message(
+                        "piece {} is from another run (its {} differs from piece 0's)", i, what));
+    };
+    if (p.m != out.m) differs("m");
+    if (p.n != out.n) differs("n");
+    if (p.d != out.d) differs("d");
+    if (p.seed != out.seed) differs("seed");
+    if (std::bit_cast<std::uint64_t>(p.stop_level) != std::bit_cast<std::uint64_t>(out.stop_level))
+      differs("stop level");
+    if (p.depths != out.depths) differs("depths");
+    if (p.networks != out.networks) differs("number of networks");
+    const long long end = out.first + static_cast<long long>(out.records.size());
+    if (p.first != end)
+      throw_invalid(where, ncsde::detail::format_message(
+                               "piece {} starts at network {} but the pieces before it end at "
+                               "network {} ({})",
+                               i, p.first, end, p.first > end ? "a gap" : "an overlap"));
+    out.records.insert(out.records.end(), std::make_move_iterator(p.records.begin()),
+                       std::make_move_iterator(p.records.end()));
+    out.completed += p.completed;
+    out.stopped += p.stopped;
+    out.blown_up += p.blown_up;
+    out.seconds += p.seconds;
+  }
+  return out;
+}
+
+namespace {
+
+constexpr std::string_view network_magic = "ncsde network ensemble v1\n";
+
+class network_writer : public ncsde::detail::byte_writer<network_writer> {
+ public:
+  using byte_writer::put;
+  void put(const network_record& r) {
+    put(r.status);
+    put(static_cast<std::int64_t>(r.stop_layer));
+    put(r.packed);
+    put(r.at_stop);
+  }
+};
+
+}  // namespace
+
+std::string serialize(const network_ensemble& e) {
+  network_writer w;
+  w.out.append(network_magic);
+  w.put(static_cast<std::int64_t>(e.m));
+  w.put(static_cast<std::int64_t>(e.n));
+  w.put(static_cast<std::int64_t>(e.d));
+  w.put(e.seed);
+  w.put(static_cast<std::int64_t>(e.threads));
+  w.put(e.stop_level);
+  w.put(e.depths);
+  w.put(e.networks);
+  w.put(e.first);
+  w.put(e.completed);
+  w.put(e.stopped);
+  w.put(e.blown_up);
+  w.put(e.seconds);
+  w.put(e.records);
+  return std::move(w.out);
+}
+
+network_ensemble deserialize_network_ensemble(std::string_view bytes) {
+  if (bytes.substr(0, network_magic.size()) != network_magic)
+    throw invalid_argument(
+        "deserialize_network_ensemble: not a network ensemble (the data does not start with '" +
+        std::string(network_magic.substr(0, network_magic.size() - 1)) + "')");
+  ncsde::detail::byte_reader in(bytes.substr(network_magic.size()),
+                                "deserialize_network_ensemble: not a complete network ensemble");
+  network_ensemble e;
+  e.m = static_cast<int>(in.i64());
+  e.n = static_cast<int>(in.i64());
+  e.d = static_cast<int>(in.i64());
+  if (e.m < 1 || e.m > (1 << 20) || e.n < 1 || e.d < 1) in.fail("a shape out of range");
+  e.seed = in.u64();
+  e.threads = static_cast<int>(in.i64());
+  e.stop_level = in.f64();
+  const std::size_t depths = in.count(8);
+  for (std::size_t i = 0; i < depths; ++i) {
+    const long long l = in.i64();
+    if (l < 0 || l > e.d || (i > 0 && l <= e.depths.back())) in.fail("depths out of order");
+    e.depths.push_back(static_cast<int>(l));
+  }
+  if (e.depths.empty()) in.fail("no depths");
+  e.networks = in.i64();
+  e.first = in.i64();
+  e.completed = in.i64();
+  e.stopped = in.i64();
+  e.blown_up = in.i64();
+  e.seconds = in.f64();
+  const std::size_t records = in.count(32);
+  if (e.first < 0 || e.networks < 0 || e.first + static_cast<long long>(records) > e.networks ||
+      e.completed + e.stopped + e.blown_up != static_cast<long long>(records))
+    in.fail("network counts that do not add up");
+  const Eigen::Index K = packed_size(e.m);
+  e.records.resize(records);
+  for (network_record& r : e.records) {
+    r.status = in.enumeration(path_status::stopped, "network status");
+    const long long layer = in.i64();
+    if (layer < 0 || layer > e.d) in.fail("a stop layer out of range");
+    r.stop_layer = static_cast<int>(layer);
+    r.packed = in.vecs();
+    r.at_stop = in.vec();
+    if (r.packed.size() != e.depths.size()) in.fail("a record of another shape");
+    for (const vector& v : r.packed)
+      if (v.size() != K) in.fail("a record of another shape");
+    if (r.at_stop.size() != 0 && r.at_stop.size() != K) in.fail("a record of another shape");
+  }
+  if (!in.done()) in.fail("trailing bytes");
+  return e;
 }
 
 namespace detail {

@@ -26,6 +26,7 @@ import functools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,18 @@ def _reject_constant(name: str) -> float:
 def loads_strict(text: str):
     """json.loads that refuses NaN and ±Infinity, which are not JSON (json.loads accepts them)."""
     return json.loads(text, parse_constant=_reject_constant)
+
+
+def without_timing(summary_json: str):
+    """A JSON summary parsed, without its "seconds" (the one field that differs between runs)."""
+    d = json.loads(summary_json)
+    d.pop("seconds", None)
+    return d
+
+
+def table_without_timing(text: str) -> str:
+    """A table summary with its times ("0.52 s") replaced by "<time> s"."""
+    return re.sub(r"[0-9.]+(e[-+]?[0-9]+)? s\b", "<time> s", text)
 
 
 def is_number(x) -> bool:

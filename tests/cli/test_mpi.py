@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""ctest cli_mpi: `ncsde simulate` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
+"""ctest cli_mpi: `ncsde simulate` and `ncsde sample-network` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
 test_mpi.py; registered when ncsde is built with MPI).
 
  1. `mpirun -np N ncsde simulate …` for N = 1, 2, 3 writes exactly the one-process run's JSON
     summary (timing aside), table and CSV: 150 paths are 3 blocks of 64 (the last one short), so 2
     ranks cut them 1 + 2 and 3 ranks 1 + 1 + 1; with 100 paths (2 blocks) a third rank has none;
     stopped paths and two threads per rank; only rank 0 prints;
+ 1b. `mpirun -np N ncsde sample-network …` likewise (90 networks: 90, 45 + 45, 30 + 30 + 30);
  2. a failure on a rank (a cone exit under --pd-policy throw) ends the job: every rank exits, the
     exit code is 1 and the message names the lowest failing rank (the one holding the lowest
     failing path), no hang;
@@ -13,12 +14,11 @@ test_mpi.py; registered when ncsde is built with MPI).
     more than one rank, naming the command and the rank count.
 """
 
-import json
 import os
 import re
 import shutil
 
-from cli_support import CliTestCase, main
+from cli_support import CliTestCase, main, table_without_timing, without_timing
 
 RUN = ["--model", "transformer", "--V0", "1,0.5,0.3;0.5,1,0.4;0.3,0.4,1", "--T", "0.5", "--dt",
        "0.01", "--seed", "7", "--threads", "2", "--stop-level", "1.6"]
@@ -26,15 +26,6 @@ MPIEXEC = os.environ.get("MPIEXEC") or shutil.which("mpiexec") or "mpiexec"
 # Root in CI containers, and more ranks than cores on a 2-core machine.
 MPI_FLAGS = ["--oversubscribe", "--allow-run-as-root", "--mca", "btl", "self,vader"]
 
-
-def without_timing(summary_json):
-    d = json.loads(summary_json)
-    d.pop("seconds", None)
-    return d
-
-
-def table_without_timing(text):
-    return re.sub(r"[0-9.]+(e[-+]?[0-9]+)? s\b", "<time> s", text)
 
 
 class MpiCli(CliTestCase):
@@ -66,6 +57,23 @@ class MpiCli(CliTestCase):
                     table = self.mpirun_ok(np, "simulate", *run)
                     self.assertEqual(table_without_timing(table),
                                      table_without_timing(whole_table))
+
+    def test_ranks_give_the_one_process_networks(self):
+        d = self.scratch_dir()
+        run = ["--model", "transformer", "--V0", "1,0.5,0.3;0.5,1,0.4;0.3,0.4,1", "--n", "16",
+               "--d", "16", "--networks", "90", "--sampler", "reduced", "--seed", "7",
+               "--threads", "2", "--stop-level", "1.3"]
+        whole_csv = d / "whole.csv"
+        whole_json = self.run_ok("sample-network", *run, "--format", "json", "--out", whole_csv)
+        whole_table = self.run_ok("sample-network", *run)
+        for np in (1, 2, 3):
+            with self.subTest(np=np):
+                csv = d / f"mpi_{np}.csv"
+                out = self.mpirun_ok(np, "sample-network", *run, "--format", "json", "--out", csv)
+                self.assertEqual(without_timing(out), without_timing(whole_json))
+                self.assertEqual(csv.read_bytes(), whole_csv.read_bytes())
+                table = self.mpirun_ok(np, "sample-network", *run)
+                self.assertEqual(table_without_timing(table), table_without_timing(whole_table))
 
     # ---- 2. a failing rank ends the job ----
     def test_failing_rank_ends_the_job(self):

@@ -8,26 +8,22 @@ test_shards.py).
  2. overlapping, missing and mismatched shards, and files that are not partial results, are refused
     with exit code 2 and a message naming the files;
  3. --paths-range and --partial go together, the range must lie in [0, --paths), and --out belongs
-    to ncsde merge.
+    to ncsde merge;
+ 4. the same for `ncsde sample-network` (the range in [0, --networks)): shards of a stopped
+    transformer run, merged, give its JSON summary, table and CSV byte for byte; shards of another
+    sampler or seed, gaps, and a simulate shard among network shards are refused.
 """
 
-import json
-import re
 
-from cli_support import CliTestCase, main
+from cli_support import CliTestCase, main, table_without_timing, without_timing
 
 RUN = ["--model", "transformer", "--V0", "1,0.5,0.3;0.5,1,0.4;0.3,0.4,1", "--T", "0.5", "--dt",
        "0.01", "--paths", "150", "--seed", "7", "--threads", "2", "--stop-level", "1.6"]
 
+NETS = ["--model", "transformer", "--V0", "1,0.5,0.3;0.5,1,0.4;0.3,0.4,1", "--n", "16", "--d",
+        "16", "--networks", "90", "--sampler", "reduced", "--seed", "7", "--threads", "2",
+        "--stop-level", "1.3"]
 
-def without_timing(summary_json):
-    d = json.loads(summary_json)
-    d.pop("seconds", None)
-    return d
-
-
-def table_without_timing(text):
-    return re.sub(r"[0-9.]+(e[-+]?[0-9]+)? s\b", "<time> s", text)
 
 
 class ShardsCli(CliTestCase):
@@ -39,6 +35,16 @@ class ShardsCli(CliTestCase):
             files.append(f)
         return files
 
+    def assert_merge_is(self, files, whole_json, whole_csv, whole_table):
+        """`ncsde merge` of the files (in reverse order, then in order) prints and writes the
+        one-process run's JSON summary, CSV and table."""
+        merged_csv = whole_csv.parent / "merged.csv"
+        merged = self.run_ok("merge", *reversed(files), "--format", "json", "--out", merged_csv)
+        self.assertEqual(without_timing(merged), without_timing(whole_json))
+        self.assertEqual(merged_csv.read_bytes(), whole_csv.read_bytes())
+        table = self.run_ok("merge", *files)
+        self.assertEqual(table_without_timing(table), table_without_timing(whole_table))
+
     # ---- 1. shards + merge = the one-process run, byte for byte ----
     def test_merge_is_the_whole_run(self):
         d = self.scratch_dir()
@@ -49,14 +55,7 @@ class ShardsCli(CliTestCase):
         for ranges in ([(0, 37), (37, 100), (100, 150)], [(0, 64), (64, 150)], [(0, 150)],
                        [(0, 1), (1, 2), (2, 149), (149, 150)]):
             with self.subTest(ranges=ranges):
-                files = self.shards(d, ranges)
-                merged_csv = d / "merged.csv"
-                merged = self.run_ok("merge", *reversed(files), "--format", "json", "--out",
-                                     merged_csv)
-                self.assertEqual(without_timing(merged), without_timing(whole_json))
-                self.assertEqual(merged_csv.read_bytes(), whole_csv.read_bytes())
-                table = self.run_ok("merge", *files)
-                self.assertEqual(table_without_timing(table), table_without_timing(whole_table))
+                self.assert_merge_is(self.shards(d, ranges), whole_json, whole_csv, whole_table)
 
     # ---- 2. refused shards ----
     def test_bad_shards(self):
@@ -89,6 +88,45 @@ class ShardsCli(CliTestCase):
         self.expect_usage_error(["--out", "ncsde merge"], "simulate", *RUN, "--paths-range",
                                 "0:10", "--partial", d / "x.bin", "--out", d / "x.csv")
         self.assertFalse((d / "x.bin").exists(), "a refused shard wrote its --partial file")
+
+    # ---- 4. sample-network shards ----
+    def test_network_shards(self):
+        d = self.scratch_dir()
+        whole_csv = d / "whole.csv"
+        whole_json = self.run_ok("sample-network", *NETS, "--format", "json", "--out", whole_csv)
+        whole_table = self.run_ok("sample-network", *NETS)
+        self.assertIn('"stopped": ', whole_json)
+        self.assertNotIn('"stopped": 0,', whole_json)
+
+        def shards(ranges, run=NETS, tag="net"):
+            files = []
+            for a, b in ranges:
+                f = d / f"{tag}_{a}_{b}.bin"
+                self.run_ok("sample-network", *run, "--paths-range", f"{a}:{b}", "--partial", f)
+                files.append(f)
+            return files
+
+        for ranges in ([(0, 37), (37, 90)], [(0, 90)], [(0, 1), (1, 89), (89, 90)]):
+            with self.subTest(ranges=ranges):
+                self.assert_merge_is(shards(ranges), whole_json, whole_csv, whole_table)
+        a, b = shards([(0, 37), (37, 90)])
+        self.expect_usage_error(["missing shards", "[0, 37)", str(a)], "merge", a)
+        (c,) = shards([(50, 90)])
+        self.expect_usage_error(["a gap", str(c)], "merge", a, c)
+        literal = [("literal" if x == "reduced" else x) for x in NETS]
+        (other,) = shards([(37, 90)], run=literal, tag="literal")
+        self.expect_usage_error(["from another run", str(other)], "merge", a, other)
+        seed = [("8" if x == "7" and NETS[i - 1] == "--seed" else x) for i, x in enumerate(NETS)]
+        (other_seed,) = shards([(37, 90)], run=seed, tag="seed8")
+        self.expect_usage_error(["seed differs", str(other_seed)], "merge", a, other_seed)
+        (sim,) = self.shards(d, [(0, 150)])
+        self.expect_usage_error(["is a shard of 'simulate'", str(sim)], "merge", a, sim)
+        self.expect_usage_error(["--paths-range", "0:91"], "sample-network", *NETS,
+                                "--paths-range", "0:91", "--partial", d / "y.bin")
+        self.expect_usage_error(["--out", "ncsde merge"], "sample-network", *NETS,
+                                "--paths-range", "0:10", "--partial", d / "y.bin", "--out",
+                                d / "y.csv")
+        self.assertFalse((d / "y.bin").exists(), "a refused shard wrote its --partial file")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "ncsde/error.hpp"
@@ -177,4 +179,90 @@ TEST_CASE("sample_networks: non-finite V is blown_up data, bad options are named
                        doctest::Contains("stop_level must be > 0"), ncsde::invalid_argument);
   CHECK_THROWS_WITH_AS(ncsde::networks::sample_networks(toy, ncsde::matrix::Identity(3, 3), 4, opt),
                        doctest::Contains("toy_sampler: V0"), ncsde::invalid_argument);
+}
+
+namespace {
+
+/// Whole ensembles equal record for record, bit for bit (timing aside).
+bool same_networks(const ncsde::networks::network_ensemble& a,
+                   const ncsde::networks::network_ensemble& b) {
+  if (a.m != b.m || a.n != b.n || a.d != b.d || a.seed != b.seed || a.depths != b.depths ||
+      a.networks != b.networks || a.first != b.first || a.records.size() != b.records.size() ||
+      a.completed != b.completed || a.stopped != b.stopped || a.blown_up != b.blown_up)
+    return false;
+  for (std::size_t i = 0; i < a.records.size(); ++i) {
+    const auto &x = a.records[i], &y = b.records[i];
+    if (x.status != y.status || x.stop_layer != y.stop_layer || x.packed.size() != y.packed.size())
+      return false;
+    for (std::size_t j = 0; j < x.packed.size(); ++j)
+      if (x.packed[j].size() != y.packed[j].size() ||
+          std::memcmp(x.packed[j].data(), y.packed[j].data(), 8 * x.packed[j].size()) != 0)
+        return false;
+    if (x.at_stop.size() != y.at_stop.size() ||
+        (x.at_stop.size() &&
+         std::memcmp(x.at_stop.data(), y.at_stop.data(), 8 * x.at_stop.size()) != 0))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sample_networks: pieces of a run, serialised and merged, are the whole run bit for bit") {
+  toy_sampler toy;
+  toy.sigma = 0.5;
+  ncsde::networks::network_options opt;
+  opt.seed = 4;
+  opt.networks = 101;
+  opt.depths = {2, 10};
+  opt.stop_level = 2.5;  // some networks stop, some complete
+  opt.threads = 2;
+  opt.progress = ncsde::progress_mode::off;
+  const auto whole = ncsde::networks::sample_networks(toy, v0_toy(), 10, opt);
+  REQUIRE(whole.stopped > 0);
+  REQUIRE(whole.completed > 0);
+  CHECK(whole.first == 0);
+  CHECK(whole.networks == 101);
+  for (const std::vector<long long>& cuts :
+       {std::vector<long long>{0, 101}, {0, 1, 50, 101}, {0, 33, 33, 100, 101}}) {
+    CAPTURE(cuts.size());
+    std::vector<ncsde::networks::network_ensemble> pieces;
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+      opt.range = ncsde::path_range{cuts[i], cuts[i + 1]};
+      const auto piece = ncsde::networks::sample_networks(toy, v0_toy(), 10, opt);
+      CHECK(piece.first == cuts[i]);
+      CHECK(static_cast<long long>(piece.records.size()) == cuts[i + 1] - cuts[i]);
+      const std::string bytes = ncsde::networks::serialize(piece);
+      pieces.push_back(ncsde::networks::deserialize_network_ensemble(bytes));
+      CHECK(ncsde::networks::serialize(pieces.back()) == bytes);
+    }
+    CHECK(same_networks(ncsde::networks::merge_network_pieces(pieces), whole));
+  }
+  // Gaps, overlaps, other runs and broken bytes are refused by name.
+  opt.range = ncsde::path_range{0, 40};
+  const auto a = ncsde::networks::sample_networks(toy, v0_toy(), 10, opt);
+  opt.range = ncsde::path_range{50, 101};
+  const auto c = ncsde::networks::sample_networks(toy, v0_toy(), 10, opt);
+  opt.range = ncsde::path_range{30, 101};
+  const auto overlap = ncsde::networks::sample_networks(toy, v0_toy(), 10, opt);
+  CHECK_THROWS_WITH_AS(ncsde::networks::merge_network_pieces({a, c}), doctest::Contains("a gap"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::networks::merge_network_pieces({a, overlap}),
+                       doctest::Contains("an overlap"), ncsde::invalid_argument);
+  opt.seed = 5;
+  opt.range = ncsde::path_range{40, 101};
+  const auto other = ncsde::networks::sample_networks(toy, v0_toy(), 10, opt);
+  CHECK_THROWS_WITH_AS(ncsde::networks::merge_network_pieces({a, other}),
+                       doctest::Contains("its seed differs"), ncsde::invalid_argument);
+  const std::string bytes = ncsde::networks::serialize(a);
+  CHECK_THROWS_WITH_AS(ncsde::networks::deserialize_network_ensemble(bytes.substr(0, 100)),
+                       doctest::Contains("not a complete network ensemble"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(ncsde::networks::deserialize_network_ensemble("junk"),
+                       doctest::Contains("not a network ensemble"), ncsde::invalid_argument);
+  opt.range = ncsde::path_range{90, 120};
+  CHECK_THROWS_WITH_AS((void)ncsde::networks::sample_networks(toy, v0_toy(), 10, opt),
+                       doctest::Contains("range must lie in [0, networks = 101]"),
+                       ncsde::invalid_argument);
 }

@@ -1,5 +1,6 @@
-/// `ncsde merge`: the partial results of the shards of one run (`ncsde simulate … --paths-range A:B
-/// --partial FILE`, models/shards.hpp) joined into exactly the output of the run made in one process.
+/// `ncsde merge`: the partial results of the shards of one run (`ncsde simulate|sample-network …
+/// --paths-range A:B --partial FILE`, models/shards.hpp) joined into exactly the output of the run
+/// made in one process.
 ///
 ///   ncsde merge FILE… [--format table|json] [--out FILE.csv]
 ///
@@ -8,6 +9,7 @@
 /// shard of another run is refused with the files named (exit 2). The summary (--format) and the
 /// CSV of the paths (--out) are those `ncsde simulate` prints and writes for the whole run, byte for
 /// byte, timing aside ("seconds" is the sum of the shards' times; "threads" is the first shard's).
+/// Shards of `ncsde sample-network` likewise give its summary and CSV for the whole run.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,12 +18,15 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
 #include "models/shards.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/networks/sample.hpp"
+#include "networks/network_outputs.hpp"
 #include "process.hpp"
 
 namespace ncsde::cli {
@@ -33,31 +38,96 @@ struct merge_args {
   std::string format = "table";
 };
 
-int run_merge_command(const merge_args& a) {
-  std::vector<partial_file> parts;
-  parts.reserve(a.files.size());
-  for (const std::string& f : a.files) {
-    parts.push_back(read_partial_file(f));
-    if (parts.back().command != "simulate")
-      throw invalid_argument(
-          fmt::format("{} is a partial result of '{}', which ncsde merge does not join (simulate)",
-                      f, parts.back().command));
-  }
-  // Path order; the files' names for the messages.
-  std::vector<std::size_t> order(parts.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {
-    return parts[i].partial.range.first < parts[j].partial.range.first;
-  });
+/// The shards in the order of their ranges, and their names for the messages ("0 = FILE (paths
+/// [a, b)), 1 = …").
+struct shard_order {
+  std::vector<std::size_t> order;
   std::string named;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const path_range r = parts[order[i]].partial.range;
-    named += fmt::format("{}{} = {} (paths [{}, {}))", i ? ", " : "", i, a.files[order[i]], r.first,
-                         r.last);
+};
+shard_order in_order(const std::vector<std::string>& files, const std::vector<path_range>& ranges,
+                     std::string_view unit) {
+  shard_order out;
+  out.order.resize(ranges.size());
+  std::iota(out.order.begin(), out.order.end(), std::size_t{0});
+  std::stable_sort(out.order.begin(), out.order.end(),
+                   [&](std::size_t i, std::size_t j) { return ranges[i].first < ranges[j].first; });
+  for (std::size_t i = 0; i < out.order.size(); ++i) {
+    const path_range r = ranges[out.order[i]];
+    out.named += fmt::format("{}{} = {} ({} [{}, {}))", i ? ", " : "", i, files[out.order[i]], unit,
+                             r.first, r.last);
   }
+  return out;
+}
+
+/// The shards of a sample-network run joined into its output.
+int merge_network_shards(const merge_args& a, const std::vector<partial_file>& files) {
+  std::vector<network_piece> parts;
+  parts.reserve(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i)
+    parts.push_back(read_network_piece(files[i].payload, a.files[i]));
+  std::vector<path_range> ranges;
+  for (const network_piece& p : parts)
+    ranges.push_back(
+        {p.ensemble.first, p.ensemble.first + static_cast<long long>(p.ensemble.records.size())});
+  const auto [order, named] = in_order(a.files, ranges, "networks");
+  const run_description d = parts[order[0]].description;
+  std::vector<networks::network_ensemble> pieces;
+  pieces.reserve(parts.size());
+  for (const std::size_t i : order) {
+    if (!(parts[i].description == d))
+      throw invalid_argument(fmt::format(
+          "{} is a shard from another run (model, sampler or attention differs; pieces in "
+          "network order: {})",
+          a.files[i], named));
+    pieces.push_back(std::move(parts[i].ensemble));
+  }
+  networks::network_ensemble whole;
+  try {
+    whole = networks::merge_network_pieces(std::move(pieces));
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(fmt::format("{} (pieces in network order: {})", e.what(), named));
+  }
+  const long long end = whole.first + static_cast<long long>(whole.records.size());
+  if (whole.first != 0 || end != whole.networks)
+    throw invalid_argument(fmt::format(
+        "missing shards: the pieces cover networks [{}, {}) of [0, {}) (pieces in network order: "
+        "{})",
+        whole.first, end, whole.networks, named));
+  std::optional<output_file> file;
+  if (!a.out.empty()) {
+    file.emplace("merge", "--out", a.out);
+    if (!file->ok()) return exit_usage;
+  }
+  return write_network_outputs(whole, d, a.format, file ? &*file : nullptr);
+}
+
+int run_merge_command(const merge_args& a) {
+  std::vector<partial_file> files;
+  files.reserve(a.files.size());
+  for (const std::string& f : a.files) {
+    files.push_back(read_partial_file(f));
+    const std::string& command = files.back().command;
+    if (command != "simulate" && command != "sample-network")
+      throw invalid_argument(
+          fmt::format("{} is a partial result of '{}', which ncsde merge does not join (simulate, "
+                      "sample-network)",
+                      f, command));
+    if (command != files.front().command)
+      throw invalid_argument(fmt::format("{} is a shard of '{}' but {} is one of '{}'", f, command,
+                                         a.files.front(), files.front().command));
+  }
+  if (files.front().command == "sample-network") return merge_network_shards(a, files);
+
+  std::vector<ensemble_partial> parts;
+  parts.reserve(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i)
+    parts.push_back(simulate_piece(files[i], a.files[i]));
+  std::vector<path_range> ranges;
+  for (const ensemble_partial& p : parts) ranges.push_back(p.range);
+  const auto [order, named] = in_order(a.files, ranges, "paths");
   std::vector<ensemble_partial> pieces;
   pieces.reserve(parts.size());
-  for (const std::size_t i : order) pieces.push_back(std::move(parts[i].partial));
+  for (const std::size_t i : order) pieces.push_back(std::move(parts[i]));
   ensemble_partial whole;
   try {
     whole = merge_partials(std::move(pieces));
@@ -98,8 +168,8 @@ command merge_command() {
   command c;
   c.name = "merge";
   c.description =
-      "Join the partial results of the shards of one run (simulate --paths-range A:B --partial "
-      "FILE) into the output of the whole run";
+      "Join the partial results of the shards of one run (simulate or sample-network "
+      "--paths-range A:B --partial FILE) into the output of the whole run";
   c.setup = [](CLI::App& sub) -> std::function<int()> {
     auto a = std::make_shared<merge_args>();
     sub.add_option("files", a->files, "The shards' partial result files, in any order")

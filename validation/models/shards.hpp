@@ -13,6 +13,7 @@
 /// versioned binary format whose doubles are bit-exact.
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ncsde/ensemble.hpp"
@@ -29,21 +30,32 @@ std::vector<functional> summary_functionals(int m);
 /// summary_table(r) on stdout. Returns exit_ok, or exit_failure when the file cannot be committed.
 int write_simulate_outputs(const ensemble_result& r, const std::string& format, output_file* file);
 
+/// The checks of a command's shard flags (`ncsde <command> … --paths-range A:B --partial FILE`):
+/// both or neither, no --out with them, no shard under mpirun (the ranks are the shards); returns
+/// the range (all of [0, count) without shard flags). Throws ncsde::invalid_argument naming the flag.
+path_range check_shard_flags(std::string_view command, const std::string& paths_range,
+                             const std::string& partial, const std::string& out, long long count);
+
 /// The range "A:B" of --paths-range (decimal integers, 0 ≤ A < B ≤ paths); throws
 /// ncsde::invalid_argument naming --paths-range and the text otherwise.
 path_range parse_paths_range(const std::string& text, long long paths);
 
-/// A partial file read back: the command that wrote it and its piece.
+/// A partial file read back: the command that wrote it and its payload (for simulate the bytes of
+/// serialize(ensemble_partial), for sample-network networks/network_outputs.hpp's).
 struct partial_file {
   std::string command;
-  ensemble_partial partial;
+  std::string payload;
 };
 
-/// The contents of a partial file of `command` for `partial`.
-std::string partial_file_bytes(const std::string& command, const ensemble_partial& partial);
+/// The contents of a partial file of `command` holding `payload`.
+std::string partial_file_bytes(const std::string& command, std::string_view payload);
 
 /// Reads a partial file; throws ncsde::invalid_argument naming the file when it cannot be read or
-/// is not a partial file of this format.
+/// has no header of this format.
 partial_file read_partial_file(const std::filesystem::path& path);
+
+/// The file's piece of a simulate run; throws ncsde::invalid_argument naming the file when the
+/// payload is not one.
+ensemble_partial simulate_piece(const partial_file& file, const std::filesystem::path& path);
 
 }  // namespace ncsde::cli

@@ -70,17 +70,9 @@ int run_simulate_over_ranks(const simulate_args& a, const models::model_instance
                             const matrix& v0, const integrate_options& iopt,
                             const ensemble_options& eopt) {
 #ifdef NCSDE_HAVE_MPI
-  if (!a.partial.empty())
-    throw_invalid_argument("ncsde simulate", "--partial", a.partial,
-                           "not given under mpirun (the ranks are the shards)");
   const MPI_Comm comm = world_comm();
   std::optional<output_file> file;
-  std::optional<std::string> unwritable;
-  if (world().rank == 0 && !a.out.empty()) {
-    file.emplace("simulate", "--out", a.out);
-    if (!file->ok()) unwritable = "--out is not writable";
-  }
-  if (mpi::first_failure(comm, unwritable)) return exit_usage;  // rank 0 has said why
+  if (!open_output_on_rank0(file, "simulate", a.out)) return exit_usage;  // rank 0 said why
   const path_range range = mpi::rank_paths(eopt.paths, eopt.block_size, world().rank, world().size);
   const std::optional<ensemble_result> r = mpi::run_distributed(
       comm, [&] { return sde.run_ensemble_range(a.run.scheme, v0, a.t_end, iopt, eopt, range); },
@@ -129,14 +121,7 @@ int run_simulate_command(const simulate_args& a) {
   // The run's size is checked too (limits.hpp): steps, and the memory it keeps per path.
   path_range range{0, a.run.paths};
   try {
-    if (shard != !a.paths_range.empty())
-      throw_invalid_argument("ncsde simulate", shard ? "--partial" : "--paths-range",
-                             shard ? a.partial : a.paths_range,
-                             shard ? "given with --paths-range A:B" : "given with --partial FILE");
-    if (shard && !a.out.empty())
-      throw_invalid_argument("ncsde simulate", "--out", a.out,
-                             "not given with --partial (ncsde merge --out writes the CSV)");
-    if (shard) range = parse_paths_range(a.paths_range, a.run.paths);
+    range = check_shard_flags("simulate", a.paths_range, a.partial, a.out, a.run.paths);
     apply_step_flags(a.steps, iopt);
     validate_options(iopt);
     const step_grid grid(0.0, a.t_end, iopt.dt);
@@ -171,7 +156,7 @@ int run_simulate_command(const simulate_args& a) {
     // The paths of the range only, as a piece of the run (ncsde merge joins the pieces).
     const ensemble_partial piece =
         sde->run_ensemble_range(a.run.scheme, *v0, a.t_end, iopt, eopt, range);
-    file->stream() << partial_file_bytes("simulate", piece);
+    file->stream() << partial_file_bytes("simulate", serialize(piece));
     if (!file->commit()) return exit_failure;
     std::cout << fmt::format("ncsde simulate: paths [{}, {}) of {} written to {}\n", range.first,
                              range.last, a.run.paths, a.partial);

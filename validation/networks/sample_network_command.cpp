@@ -14,29 +14,40 @@
 /// (blown-up = +inf). CSV (--out): the layout of ncsde simulate (write_csv),
 /// `path,status,t_stop,V11,V12,…,Vmm`, one row per network, t_stop = (stop layer)/n, V at τ∧d; the
 /// file is replaced only when the run succeeds (cli::output_file). Runs beyond the limits of
-/// limits.hpp (network layers, work, memory) are refused before they start.
+/// limits.hpp (network layers, work, memory) are refused before they start. With --paths-range
+/// A:B --partial FILE it samples only the networks [A, B) as a shard (networks/network_outputs.hpp),
+/// which `ncsde merge` joins into this output; under mpirun the ranks split the networks
+/// (mpi_world.hpp) and rank 0 writes it.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
 #include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "models/shards.hpp"
+#include "mpi_world.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/networks/sample.hpp"
 #include "ncsde/statistics.hpp"
 #include "ncsde/symmetric.hpp"
+#include "networks/network_outputs.hpp"
 #include "process.hpp"
+
+#ifdef NCSDE_HAVE_MPI
+#include "ncsde/mpi.hpp"
+#endif
 
 namespace ncsde::cli {
 namespace {
@@ -51,6 +62,8 @@ struct sample_network_args {
   double stop_level = std::numeric_limits<double>::infinity();
   std::string out;
   std::string format = "table";
+  std::string paths_range;
+  std::string partial;
 };
 
 /// Quantiles of one functional at the levels of `levels`, over completed networks and over all
@@ -83,12 +96,6 @@ json numbers(const std::vector<double>& xs) {
   for (const double x : xs) a.push_back(number(x));
   return a;
 }
-
-/// The run's parameters as the summary reports them.
-struct run_description {
-  std::string model, sampler, attention;
-  int n_k = 0;
-};
 
 std::string network_summary_table(const networks::network_ensemble& e, const run_description& d,
                                   const moments& terminal,
@@ -205,11 +212,14 @@ int run_sample_network_command(const sample_network_args& a) {
 
   networks::network_options opt = network_options_of(a.net);
   opt.stop_level = a.stop_level;
+  const bool shard = !a.partial.empty();
+  path_range range{0, a.net.networks};
   // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
   // was.
   // The run's size is checked too (limits.hpp).
   try {
     (void)networks::detail::resolve_depths(opt, a.net.d);
+    range = check_shard_flags("sample-network", a.paths_range, a.partial, a.out, a.net.networks);
     const bool literal = a.net.sampler_for(a.model.entry()) == "literal";
     check_network_work(a.model, literal, m, a.net.n, a.net.key_dimension(), a.net.networks,
                        a.net.d);
@@ -222,18 +232,53 @@ int run_sample_network_command(const sample_network_args& a) {
     report_invalid_argument(e);
     return exit_usage;
   }
+  const run_description d{a.model.model, a.net.sampler_for(a.model.entry()), a.attention,
+                          a.net.key_dimension()};
+  if (world().active) {
+#ifdef NCSDE_HAVE_MPI
+    // Over the ranks: rank r samples its contiguous networks, rank 0 joins them and writes. Each
+    // step that can fail on one rank is agreed on by all (mpi::first_failure, gather_pieces).
+    const MPI_Comm comm = world_comm();
+    std::optional<output_file> file;
+    if (!open_output_on_rank0(file, "sample-network", a.out)) return exit_usage;  // rank 0 said why
+    opt.range = mpi::rank_paths(a.net.networks, 1, world().rank, world().size);
+    const std::optional<std::vector<std::string>> bytes = mpi::gather_pieces(
+        comm, [&] { return networks::serialize(net->sample(*v0, a.net.d, opt)); });
+    if (!bytes) return exit_ok;  // the other ranks write nothing
+    std::vector<networks::network_ensemble> pieces;
+    for (const std::string& b : *bytes) pieces.push_back(networks::deserialize_network_ensemble(b));
+    return write_network_outputs(networks::merge_network_pieces(std::move(pieces)), d, a.format,
+                                 file ? &*file : nullptr);
+#endif
+  }
   // Created (as a temporary next to --out) before the run, so that an unwritable path fails at
   // once; it replaces --out only once the run has succeeded.
   std::optional<output_file> file;
-  if (!a.out.empty()) {
-    file.emplace("sample-network", "--out", a.out);
+  if (!a.out.empty() || shard) {
+    file.emplace("sample-network", shard ? "--partial" : "--out", shard ? a.partial : a.out);
     if (!file->ok()) return exit_usage;
   }
 
+  if (shard) opt.range = range;
   const std::optional<networks::network_ensemble> run = sample_any_network(*net, *v0, a.net.d, opt);
   if (!run) return exit_usage;
   const networks::network_ensemble& e = *run;
 
+  if (shard) {
+    file->stream() << partial_file_bytes("sample-network", network_partial_payload(d, e));
+    if (!file->commit()) return exit_failure;
+    std::cout << fmt::format("ncsde sample-network: networks [{}, {}) of {} written to {}\n",
+                             range.first, range.last, a.net.networks, a.partial);
+    return exit_ok;
+  }
+  return write_network_outputs(e, d, a.format, file ? &*file : nullptr);
+}
+
+}  // namespace
+
+int write_network_outputs(const networks::network_ensemble& e, const run_description& d,
+                          const std::string& format, output_file* file) {
+  const int m = e.m;
   const int K = packed_size(m);
   moments terminal(K);
   for (const networks::network_record& r : e.records)
@@ -252,14 +297,45 @@ int run_sample_network_command(const sample_network_args& a) {
     write_csv(as_paths(e), file->stream());
     if (!file->commit()) return exit_failure;
   }
-  const run_description d{a.model.model, a.net.sampler_for(a.model.entry()), a.attention,
-                          a.net.key_dimension()};
-  std::cout << (a.format == "json" ? network_summary_json(e, d, terminal, fq) + "\n"
-                                   : network_summary_table(e, d, terminal, fq));
+  std::cout << (format == "json" ? network_summary_json(e, d, terminal, fq) + "\n"
+                                 : network_summary_table(e, d, terminal, fq));
   return exit_ok;
 }
 
-}  // namespace
+std::string network_partial_payload(const run_description& d, const networks::network_ensemble& e) {
+  return fmt::format("model {}\nsampler {}\nattention {}\nn_k {}\n", d.model, d.sampler,
+                     d.attention, d.n_k) +
+         networks::serialize(e);
+}
+
+network_piece read_network_piece(std::string_view payload, const std::filesystem::path& path) {
+  auto refuse = [&](std::string_view why) -> void {
+    throw invalid_argument(
+        fmt::format("{} is not a partial result of ncsde ({})", path.string(), why));
+  };
+  network_piece out;
+  auto line = [&](std::string_view key) {
+    const std::string prefix = std::string(key) + " ";
+    const std::size_t end = payload.find('\n');
+    if (!payload.starts_with(prefix) || end == std::string_view::npos)
+      refuse(fmt::format("no '{}' line", key));
+    std::string value(payload.substr(prefix.size(), end - prefix.size()));
+    payload.remove_prefix(end + 1);
+    return value;
+  };
+  out.description.model = line("model");
+  out.description.sampler = line("sampler");
+  out.description.attention = line("attention");
+  std::string n_k = line("n_k");
+  if (!detail::canonical_decimal(n_k, false) || n_k.size() > 9) refuse("a bad n_k");
+  out.description.n_k = std::stoi(n_k);
+  try {
+    out.ensemble = networks::deserialize_network_ensemble(payload);
+  } catch (const invalid_argument& e) {
+    refuse(e.what());
+  }
+  return out;
+}
 
 command sample_network_command() {
   command c;
@@ -284,6 +360,11 @@ command sample_network_command() {
                    "Stop a network at the first layer with max_a V^aa > K, > 0 (inf: never stop)")
         ->capture_default_str();
     sub.add_option("--out", a->out, "Write one CSV row per network to this file");
+    sub.add_option("--paths-range", a->paths_range,
+                   "Run only the networks [A, B) of the run, as a shard (with --partial)");
+    sub.add_option("--partial", a->partial,
+                   "Write the shard's networks to this partial result file (ncsde merge joins "
+                   "the shards)");
     sub.add_option("--format", a->format, "Summary format")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();

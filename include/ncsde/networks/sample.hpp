@@ -18,6 +18,9 @@
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "ncsde/ensemble.hpp"
@@ -53,6 +56,9 @@ struct network_options {
   /// unstopped V at each depth.
   bool continue_after_stop = false;
   progress_mode progress = progress_mode::automatic;
+  /// Only the networks [first, last) of the run (0 ≤ first ≤ last ≤ networks): a piece of it, for
+  /// shards and ranks, that merge_network_pieces joins with the others. Empty: all networks.
+  std::optional<path_range> range;
 };
 
 /// One network: its status (completed, stopped at max_a V^{aa} > K, or blown_up on a non-finite V),
@@ -74,7 +80,9 @@ struct network_ensemble {
   int threads = 1;
   double stop_level = std::numeric_limits<double>::infinity();
   std::vector<int> depths;
-  std::vector<network_record> records;  ///< in network order
+  long long networks = 0;  ///< networks in the whole run
+  long long first = 0;     ///< the network of records[0] (0 unless this is a piece of the run)
+  std::vector<network_record> records;  ///< networks first, first + 1, … in order
   long long completed = 0, stopped = 0, blown_up = 0;
   double seconds = 0.0;
 
@@ -91,6 +99,19 @@ struct network_ensemble {
   /// blown_up.
   std::vector<double> stopped_values(const functional& f) const;
 };
+
+/// Joins pieces of one run (network_options::range) given in network order, each starting where
+/// the one before ends, into the ensemble of their networks: records in order, counts and seconds
+/// summed, the first piece's threads. Pieces of a whole run give exactly sample_networks' result
+/// for the whole run (timing aside). Throws ncsde::invalid_argument naming the piece for a gap, an
+/// overlap or a piece of another run (m, n, d, seed, stop level, depths, networks).
+network_ensemble merge_network_pieces(std::vector<network_ensemble> pieces);
+
+/// An ensemble (whole or a piece) as bytes, a versioned binary format whose doubles are bit-exact,
+/// and back; the reader throws ncsde::invalid_argument for anything that is not a complete
+/// ensemble of this format.
+std::string serialize(const network_ensemble& e);
+network_ensemble deserialize_network_ensemble(std::string_view bytes);
 
 namespace detail {
 /// Checks the options against d (named messages) and returns the depths to record.
@@ -115,13 +136,22 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
   out.seed = opt.seed;
   out.stop_level = opt.stop_level;
   out.threads = ncsde::detail::resolve_threads(opt.threads);
-  out.records.resize(static_cast<std::size_t>(opt.networks));
+  const path_range range = opt.range.value_or(path_range{0, opt.networks});
+  if (range.first < 0 || range.first > range.last || range.last > opt.networks)
+    throw_invalid("sample_networks",
+                  ncsde::detail::format_message(
+                      "range must lie in [0, networks = {}] with first <= last (got [{}, "
+                      "{}))",
+                      opt.networks, range.first, range.last));
+  out.networks = opt.networks;
+  out.first = range.first;
+  out.records.resize(static_cast<std::size_t>(range.size()));
   const int last = out.depths.back();
   const int K = packed_size(out.m);
 
   auto run_one = [&](long long i) {
     const random_stream stream(opt.seed, static_cast<std::uint64_t>(i));
-    network_record& rec = out.records[static_cast<std::size_t>(i)];
+    network_record& rec = out.records[static_cast<std::size_t>(i - range.first)];
     rec.packed.assign(out.depths.size(), vector(K));
     typename N::state s = net.initial_state(v0, stream);
     std::size_t next_depth = 0;
@@ -165,7 +195,7 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
   xopt.block_size = 16;
   xopt.progress = opt.progress;
   xopt.label = "networks";
-  out.seconds = for_each_path(path_range{0, opt.networks}, xopt, run_one).seconds;
+  out.seconds = for_each_path(range, xopt, run_one).seconds;
   for (const network_record& r : out.records) {
     if (r.status == path_status::completed) ++out.completed;
     if (r.status == path_status::stopped) ++out.stopped;
