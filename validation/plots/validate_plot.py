@@ -2,7 +2,8 @@
 """Figures of `ncsde validate --plots DIR`, drawn from DIR/values.csv, DIR/paths.csv and
 DIR/validation.json:
 
-  rho_density.png       density of rho12 at T∧τ: the SDE, the networks at each n, and the wrong SDEs
+  rho_density.png       rho12 at T∧τ: each sample's CDF minus the SDE's (the networks at each n, the
+                        wrong SDEs) with the 95% band under equal laws; the SDE's density beside it
   ks_vs_n.png           two-sample KS distance (network vs SDE) against n, log-log, per statistic,
                         with the noise floor (two SDE runs) and the critical distance at alpha
   sample_paths.png      rho12_t along SDE paths and along networks at the largest n, stopped
@@ -78,6 +79,15 @@ def read_paths(path, m, level):
     return paths
 
 
+def pretty(name):
+    """A statistic's name as mathtext: rho12 → ρ¹², V11 → V¹¹; other names as they are."""
+    for prefix, symbol in (("rho", r"\rho"), ("V", "V")):
+        rest = name[len(prefix):]
+        if name.startswith(prefix) and rest.isdigit():
+            return f"${symbol}^{{{rest}}}$"
+    return name
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -87,27 +97,55 @@ def main():
     m = report["m"]
     widths = report["widths"]
     values = read_values(f"{out}/values.csv", m)
-    title = (f"{report['model']}: γ²={report['params']['gamma2']}, τ₀={report['params']['tau0']}, "
-             f"m={m}, T={report['T']}, stopped at max V^aa > {report['stop_level']}")
+    title = (f"{report['model']}: $\\gamma^2$ = {report['params']['gamma2']}, "
+             f"$\\tau_0$ = {report['params']['tau0']}, m = {m}, T = {report['T']}, "
+             f"stopped at $\\mathrm{{max}}_a V^{{aa}}$ > {report['stop_level']}")
+    counts = f"{report['networks']} networks per n, {report['paths']} SDE paths"
 
-    # 1. Density of rho12 at T∧τ.
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    bins = np.linspace(-1, 1, 51)
-    sde = values.get(f"sde_n{widths[-1]}", np.array([]))
-    ax.hist(sde, bins=bins, density=True, histtype="stepfilled", color="0.85",
-            label=f"SDE (grid 1/{widths[-1]})")
+    # 1. rho12 at T∧τ: each sample's CDF minus the SDE's (same grid 1/n), with the pointwise 95%
+    # band of a difference of two independent empirical CDFs under equal laws; the SDE's density
+    # beside it for orientation.
+    fig, (ax, ax_d) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    grid = np.linspace(-1, 1, 401)
+
+    def cdf(sample):
+        sample = np.sort(sample)
+        return np.searchsorted(sample, grid, side="right") / max(len(sample), 1)
+
+    sde_last = values.get(f"sde_n{widths[-1]}", np.array([]))
     colours = plt.cm.viridis(np.linspace(0.1, 0.85, len(widths)))
+    band_drawn = False
     for n, c in zip(widths, colours):
-        ax.hist(values.get(f"network_n{n}", []), bins=bins, density=True, histtype="step",
-                color=c, lw=1.3, label=f"networks n = d/T = {n}")
+        net = values.get(f"network_n{n}", np.array([]))
+        sde = values.get(f"sde_n{n}", sde_last)
+        if len(net) == 0 or len(sde) == 0:
+            continue
+        f_net, f_sde = cdf(net), cdf(sde)
+        if not band_drawn:
+            pooled = (f_net * len(net) + f_sde * len(sde)) / (len(net) + len(sde))
+            half = 1.96 * np.sqrt(pooled * (1 - pooled) * (1 / len(net) + 1 / len(sde)))
+            ax.fill_between(grid, -half, half, color="0.88",
+                            label="95% band under equal laws")
+            band_drawn = True
+        ax.plot(grid, f_net - f_sde, color=c, lw=1.3, label=f"networks, n = d/T = {n}")
     for key, sample in values.items():
-        if key.startswith("variant_"):
-            ax.hist(sample, bins=bins, density=True, histtype="step", ls="--", lw=1.2,
+        if key.startswith("variant_") and len(sample) and len(sde_last):
+            ax.plot(grid, cdf(sample) - cdf(sde_last), ls="--", lw=1.2,
                     label=f"wrong SDE: {key[len('variant_'):]}")
-    ax.set_xlabel("ρ¹² at T∧τ")
-    ax.set_ylabel("density")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
+    ax.axhline(0, color="0.3", lw=0.6)
+    ax.set_xlabel(r"$x$  ($\rho^{12}$ at $T\wedge\tau$)")
+    ax.set_ylabel(r"$F_{\mathrm{sample}}(x) - F_{\mathrm{SDE}}(x)$")
+    ax.set_title(f"CDF of $\\rho^{{12}}$ minus the SDE's ({counts})", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
+    bins = np.linspace(-1, 1, 51)
+    ax_d.hist(sde_last, bins=bins, density=True, histtype="stepfilled", color="0.85",
+              label=f"SDE (grid 1/{widths[-1]})")
+    ax_d.hist(values.get(f"network_n{widths[-1]}", []), bins=bins, density=True, histtype="step",
+              color=colours[-1], lw=1.3, label=f"networks, n = {widths[-1]}")
+    ax_d.set_xlabel(r"$\rho^{12}$ at $T\wedge\tau$")
+    ax_d.set_ylabel("density")
+    ax_d.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(f"{out}/rho_density.png", dpi=130)
     plt.close(fig)
@@ -121,23 +159,30 @@ def main():
                 ks[c["statistic"][3:]].append(c["value"])
     floor_row = rows[len(widths)]
     floor = np.mean([c["value"] for c in floor_row["comparisons"] if c["statistic"].startswith("KS ")])
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = plt.subplots(figsize=(7, 5.5))
     for name, d in ks.items():
-        ax.plot(widths, d, "o-", ms=4, label=name)
+        ax.plot(widths, d, "o-", ms=4, label=pretty(name))
     ax.axhline(floor, color="0.4", ls=":", label="noise floor (two SDE runs, mean)")
     ax.axhline(report["ks_critical"], color="crimson", ls="--",
                label=f"critical distance, α = {report['alpha']}")
+    variant_ks = []
     for row in rows[len(widths) + 1:]:
         d = max(c["value"] for c in row["comparisons"] if c["statistic"].startswith("KS "))
+        variant_ks.append(d)
         ax.plot([widths[-1]], [d], "x", ms=9, mew=2, label=f"{row['source']} (largest KS)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(widths)
     ax.set_xticklabels([str(n) for n in widths])
+    # Every marker inside the axes: the wrong SDEs' distances can be far above the networks'.
+    shown = [v for d in ks.values() for v in d] + [floor, report["ks_critical"]] + variant_ks
+    shown = [v for v in shown if v > 0 and math.isfinite(v)]
+    if shown:
+        ax.set_ylim(min(shown) / 1.5, max(shown) * 1.5)
     ax.set_xlabel("width n (depth d = T·n)")
-    ax.set_ylabel("two-sample KS distance to the SDE")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
+    ax.set_ylabel("two-sample KS distance\nto the SDE")
+    ax.set_title(f"{title}\n{counts}", fontsize=8)
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.15))
     fig.tight_layout()
     fig.savefig(f"{out}/ks_vs_n.png", dpi=130)
     plt.close(fig)
@@ -153,8 +198,8 @@ def main():
             if stop is not None:
                 ax.plot([stop[0]], [stop[1]], "o", ms=4, color=line.get_color())
         ax.set_title(label)
-        ax.set_xlabel("t = l/n  (dot: stopped, max_a V^aa > K)")
-    axes[0].set_ylabel("ρ¹²_t")
+        ax.set_xlabel(r"$t = l/n$  (dot: stopped, $\mathrm{max}_a V^{aa} > K$)")
+    axes[0].set_ylabel(r"$\rho^{12}_t$")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(f"{out}/sample_paths.png", dpi=130)
@@ -169,14 +214,16 @@ def main():
         sde_p.append(c["reference"])
         net_se.append(math.sqrt(c["value"] * (1 - c["value"]) / report["networks"]))
         sde_se.append(math.sqrt(c["reference"] * (1 - c["reference"]) / report["paths"]))
-    ax.errorbar(widths, net_p, yerr=net_se, fmt="o-", capsize=3, label="networks")
-    ax.errorbar(widths, sde_p, yerr=sde_se, fmt="s--", capsize=3, label="SDE on the grid k/n")
+    ax.errorbar(widths, net_p, yerr=net_se, fmt="o-", capsize=3,
+                label=f"networks ({report['networks']} per n)")
+    ax.errorbar(widths, sde_p, yerr=sde_se, fmt="s--", capsize=3,
+                label=f"SDE on the grid k/n ({report['paths']} paths)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(widths)
     ax.set_xticklabels([str(n) for n in widths])
     ax.set_xlabel("width n")
-    ax.set_ylabel(f"P(max_a V^aa > {report['stop_level']} before T)")
-    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(f"P($\\mathrm{{max}}_a V^{{aa}}$ > {report['stop_level']} before T)")
+    ax.set_title(f"{title}\nbars: ±1 standard error", fontsize=8)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(f"{out}/stopped_fraction.png", dpi=130)
