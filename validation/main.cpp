@@ -71,8 +71,9 @@ int main(int argc, char** argv) {
     if (!sub->parsed()) continue;
     try {
       // The commands that split their work over MPI ranks; the others refuse more than one rank.
-      if (sub->get_name() != "simulate" && sub->get_name() != "sample-network")
-        require_one_rank(sub->get_name());
+      const std::string& name = sub->get_name();
+      if (name != "simulate" && name != "sample-network" && name != "validate")
+        require_one_rank(name);
       return action();
     } catch (const ncsde::invalid_argument& e) {
       std::fprintf(stderr, "ncsde %s: error: %s\n", sub->get_name().c_str(), e.what());

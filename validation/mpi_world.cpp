@@ -4,7 +4,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ncsde/error.hpp"
 
@@ -86,6 +89,38 @@ void require_one_rank(std::string_view command) {
     throw_invalid_argument(fmt::format("ncsde {}", command), "mpirun -np", the_world.size,
                            "1: this command runs on one process (under mpirun, `ncsde simulate` "
                            "and `ncsde sample-network` split their work over the ranks)");
+}
+
+bool on_every_rank(bool ok) {
+#ifdef NCSDE_HAVE_MPI
+  if (the_world.active)
+    return !mpi::first_failure(MPI_COMM_WORLD,
+                               ok ? std::nullopt : std::optional<std::string>("not ok"));
+#endif
+  return ok;
+}
+
+std::optional<networks::network_ensemble> sample_over_ranks(
+    const models::network_instance& net, const matrix& v0, int d, networks::network_options opt,
+    const std::optional<std::string>& pending) {
+  if (!the_world.active) {
+    if (pending) throw std::runtime_error(*pending);
+    return net.sample(v0, d, opt);
+  }
+#ifdef NCSDE_HAVE_MPI
+  opt.range = mpi::rank_paths(opt.networks, 1, the_world.rank, the_world.size);
+  const std::optional<std::vector<std::string>> bytes = mpi::gather_pieces(MPI_COMM_WORLD, [&] {
+    if (pending) throw std::runtime_error(*pending);
+    return networks::serialize(net.sample(v0, d, opt));
+  });
+  if (!bytes) return std::nullopt;
+  std::vector<networks::network_ensemble> pieces;
+  pieces.reserve(bytes->size());
+  for (const std::string& b : *bytes) pieces.push_back(networks::deserialize_network_ensemble(b));
+  return networks::merge_network_pieces(std::move(pieces));
+#else
+  return std::nullopt;  // the_world.active is never true without MPI
+#endif
 }
 
 #ifdef NCSDE_HAVE_MPI

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "ncsde/models/registry.hpp"
+#include "ncsde/networks/sample.hpp"
 #include "process.hpp"
 
 #ifdef NCSDE_HAVE_MPI
@@ -44,6 +46,19 @@ class mpi_session {
 /// Refuses (ncsde::invalid_argument, naming the command and the rank count) a command that runs
 /// on one process only when the world has more than one rank.
 void require_one_rank(std::string_view command);
+
+/// Whether `ok` holds on every rank: collective under mpirun (every rank must call it at the same
+/// point), `ok` itself otherwise.
+bool on_every_rank(bool ok);
+
+/// net.sample(v0, d, opt) split over the ranks: rank r samples its contiguous networks
+/// (mpi::rank_paths), rank 0 gets the whole ensemble, bit for bit the one-process one (merge of
+/// the pieces), the other ranks nullopt. `pending` is a failure this rank already had (rank 0's
+/// runs before the networks): it becomes this rank's failure, which every rank throws as
+/// mpi::rank_failure. Without mpirun: net.sample itself (and `pending` is rethrown).
+std::optional<networks::network_ensemble> sample_over_ranks(
+    const models::network_instance& net, const matrix& v0, int d, networks::network_options opt,
+    const std::optional<std::string>& pending = std::nullopt);
 
 #ifdef NCSDE_HAVE_MPI
 /// MPI_COMM_WORLD while the world is active.

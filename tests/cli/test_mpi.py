@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""ctest cli_mpi: `ncsde simulate` and `ncsde sample-network` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
+"""ctest cli_mpi: `ncsde simulate`, `sample-network` and `validate` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
 test_mpi.py; registered when ncsde is built with MPI).
 
  1. `mpirun -np N ncsde simulate …` for N = 1, 2, 3 writes exactly the one-process run's JSON
     summary (timing aside), table and CSV: 150 paths are 3 blocks of 64 (the last one short), so 2
     ranks cut them 1 + 2 and 3 ranks 1 + 1 + 1; with 100 paths (2 blocks) a third rank has none;
     stopped paths and two threads per rank; only rank 0 prints;
- 1b. `mpirun -np N ncsde sample-network …` likewise (90 networks: 90, 45 + 45, 30 + 30 + 30);
+ 1b. `mpirun -np N ncsde sample-network …` likewise (90 networks: 90, 45 + 45, 30 + 30 + 30), and
+    `ncsde validate` (each width's networks split over 2 and 3 ranks, the SDEs on rank 0);
  2. a failure on a rank (a cone exit under --pd-policy throw) ends the job: every rank exits, the
     exit code is 1 and the message names the lowest failing rank (the one holding the lowest
     failing path), no hang;
@@ -73,6 +74,19 @@ class MpiCli(CliTestCase):
                 self.assertEqual(without_timing(out), without_timing(whole_json))
                 self.assertEqual(csv.read_bytes(), whole_csv.read_bytes())
                 table = self.mpirun_ok(np, "sample-network", *run)
+                self.assertEqual(table_without_timing(table), table_without_timing(whole_table))
+
+    def test_ranks_give_the_one_process_validation(self):
+        # validate: the networks of each width over the ranks, the SDEs on rank 0.
+        run = ["validate", "--networks", "300", "--paths", "300", "--n", "8,16", "--seed", "3",
+               "--threads", "1"]
+        whole_json = self.run_ok(*run, "--format", "json")
+        whole_table = self.run_ok(*run)
+        for np in (2, 3):
+            with self.subTest(np=np):
+                out = self.mpirun_ok(np, *run, "--format", "json")
+                self.assertEqual(without_timing(out), without_timing(whole_json))
+                table = self.mpirun_ok(np, *run)
                 self.assertEqual(table_without_timing(table), table_without_timing(whole_table))
 
     # ---- 2. a failing rank ends the job ----

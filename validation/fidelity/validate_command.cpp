@@ -20,12 +20,15 @@
 /// below α. --check exits 1 unless the right SDE is not rejected at the largest n and every wrong
 /// variant is. --plots DIR writes the samples (CSV), validation.md and validation.json, and draws
 /// rho_density.png, ks_vs_n.png, sample_paths.png and stopped_fraction.png through
-/// validation/plots/validate_plot.py.
+/// validation/plots/validate_plot.py. Under mpirun (mpi_world.hpp) the networks of every width are
+/// split over the ranks (sample_over_ranks) while rank 0 runs the SDEs; rank 0 compares and writes,
+/// the output byte for byte that of one process.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -44,6 +47,7 @@
 #include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "models/parameter_report.hpp"
+#include "mpi_world.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
 #include "ncsde/networks/sample.hpp"
@@ -341,30 +345,52 @@ int run_validate(const validate_args& a) {
   const std::string script = NCSDE_VALIDATE_PLOT_SCRIPT;
   std::filesystem::path dir;
   std::vector<std::unique_ptr<output_file>> plot_files;  // validation.md, .json, values, paths
-  if (!a.plots.empty()) {
-    if (!plotting_available("validate", script)) return exit_failure;
+  // Under mpirun only rank 0 writes, and every rank learns whether it could (on_every_rank).
+  const bool root = world().rank == 0;
+  int plots_failed = 0;  // the exit code when --plots cannot be written
+  if (!a.plots.empty() && root) {
     dir = a.plots;
-    if (!create_plot_directory("validate", dir)) return exit_usage;
-    for (const char* name : {"validation.md", "validation.json", "values.csv", "paths.csv"}) {
-      plot_files.push_back(std::make_unique<output_file>("validate", "--plots", dir / name));
-      if (!plot_files.back()->ok()) return exit_usage;
+    if (!plotting_available("validate", script)) {
+      plots_failed = exit_failure;
+    } else if (!create_plot_directory("validate", dir)) {
+      plots_failed = exit_usage;
+    } else {
+      for (const char* name : {"validation.md", "validation.json", "values.csv", "paths.csv"}) {
+        plot_files.push_back(std::make_unique<output_file>("validate", "--plots", dir / name));
+        if (!plot_files.back()->ok()) {
+          plots_failed = exit_usage;
+          break;
+        }
+      }
     }
   }
+  if (!on_every_rank(plots_failed == 0)) return plots_failed != 0 ? plots_failed : exit_usage;
 
   const bool table = a.format == "table";
   auto note = [&](const std::string& text) {
     if (table) std::fprintf(stderr, "%s\n", text.c_str());
   };
 
-  // 1. The SDE, one run monitored on every grid; 2. an independent run (noise floor).
-  note(fmt::format("ncsde validate: SDE, {} paths, dt = {:g} …", a.paths, a.dt));
-  const sde_sample reference = sde->sample_sde(v0, sopt);
+  // 1. The SDE, one run monitored on every grid; 2. an independent run (noise floor). Under
+  // mpirun these run on rank 0 while the other ranks start on their networks; a failure here is
+  // rank 0's failure in the first gathering of networks (sample_over_ranks).
   sde_sample_options floor_opt = sopt;
   floor_opt.seed = a.seed + 1;
   floor_opt.widths = {n_max};
   floor_opt.kept_paths = 0;
-  note("ncsde validate: second SDE run (noise floor) …");
-  const sde_sample floor = sde->sample_sde(v0, floor_opt);
+  sde_sample reference, floor;
+  std::optional<std::string> pending;
+  if (root) {
+    try {
+      note(fmt::format("ncsde validate: SDE, {} paths, dt = {:g} …", a.paths, a.dt));
+      reference = sde->sample_sde(v0, sopt);
+      note("ncsde validate: second SDE run (noise floor) …");
+      floor = sde->sample_sde(v0, floor_opt);
+    } catch (const std::exception& e) {
+      if (!world().active) throw;
+      pending = e.what();
+    }
+  }
 
   // 3. The networks at each width.
   std::vector<networks::network_ensemble> nets;
@@ -382,8 +408,11 @@ int run_validate(const validate_args& a) {
     nopt.seed = a.seed + 100 + i;
     note(fmt::format("ncsde validate: {} {} networks, n = d/T = {}, d = {} …", a.networks, sampler,
                      n, d));
-    nets.push_back(samplers[i].sample(v0, d, nopt));
+    std::optional<networks::network_ensemble> e =
+        sample_over_ranks(samplers[i], v0, d, nopt, i == 0 ? pending : std::nullopt);
+    if (e) nets.push_back(std::move(*e));
   }
+  if (!root) return exit_ok;  // the other ranks have given their networks; rank 0 writes
 
   // 4. The wrong variants, on the widest grid.
   std::vector<sde_sample> wrong_samples;

@@ -45,10 +45,6 @@
 #include "networks/network_outputs.hpp"
 #include "process.hpp"
 
-#ifdef NCSDE_HAVE_MPI
-#include "ncsde/mpi.hpp"
-#endif
-
 namespace ncsde::cli {
 namespace {
 
@@ -238,17 +234,11 @@ int run_sample_network_command(const sample_network_args& a) {
 #ifdef NCSDE_HAVE_MPI
     // Over the ranks: rank r samples its contiguous networks, rank 0 joins them and writes. Each
     // step that can fail on one rank is agreed on by all (mpi::first_failure, gather_pieces).
-    const MPI_Comm comm = world_comm();
     std::optional<output_file> file;
     if (!open_output_on_rank0(file, "sample-network", a.out)) return exit_usage;  // rank 0 said why
-    opt.range = mpi::rank_paths(a.net.networks, 1, world().rank, world().size);
-    const std::optional<std::vector<std::string>> bytes = mpi::gather_pieces(
-        comm, [&] { return networks::serialize(net->sample(*v0, a.net.d, opt)); });
-    if (!bytes) return exit_ok;  // the other ranks write nothing
-    std::vector<networks::network_ensemble> pieces;
-    for (const std::string& b : *bytes) pieces.push_back(networks::deserialize_network_ensemble(b));
-    return write_network_outputs(networks::merge_network_pieces(std::move(pieces)), d, a.format,
-                                 file ? &*file : nullptr);
+    const std::optional<networks::network_ensemble> e = sample_over_ranks(*net, *v0, a.net.d, opt);
+    if (!e) return exit_ok;  // the other ranks write nothing
+    return write_network_outputs(*e, d, a.format, file ? &*file : nullptr);
 #endif
   }
   // Created (as a temporary next to --out) before the run, so that an unwritable path fails at
