@@ -35,6 +35,12 @@ class ShardsCli(CliTestCase):
             files.append(f)
         return files
 
+    def whole_run(self, d, command, run):
+        """The one-process run: its JSON summary, its CSV (a file in d) and its table."""
+        csv = d / "whole.csv"
+        summary = self.run_ok(command, *run, "--format", "json", "--out", csv)
+        return summary, csv, self.run_ok(command, *run)
+
     def assert_merge_is(self, files, whole_json, whole_csv, whole_table):
         """`ncsde merge` of the files (in reverse order, then in order) prints and writes the
         one-process run's JSON summary, CSV and table."""
@@ -48,9 +54,7 @@ class ShardsCli(CliTestCase):
     # ---- 1. shards + merge = the one-process run, byte for byte ----
     def test_merge_is_the_whole_run(self):
         d = self.scratch_dir()
-        whole_csv = d / "whole.csv"
-        whole_json = self.run_ok("simulate", *RUN, "--format", "json", "--out", whole_csv)
-        whole_table = self.run_ok("simulate", *RUN)
+        whole_json, whole_csv, whole_table = self.whole_run(d, "simulate", RUN)
         self.assertIn('"stopped"', whole_json)
         for ranges in ([(0, 37), (37, 100), (100, 150)], [(0, 64), (64, 150)], [(0, 150)],
                        [(0, 1), (1, 2), (2, 149), (149, 150)]):
@@ -92,9 +96,7 @@ class ShardsCli(CliTestCase):
     # ---- 4. sample-network shards ----
     def test_network_shards(self):
         d = self.scratch_dir()
-        whole_csv = d / "whole.csv"
-        whole_json = self.run_ok("sample-network", *NETS, "--format", "json", "--out", whole_csv)
-        whole_table = self.run_ok("sample-network", *NETS)
+        whole_json, whole_csv, whole_table = self.whole_run(d, "sample-network", NETS)
         self.assertIn('"stopped": ', whole_json)
         self.assertNotIn('"stopped": 0,', whole_json)
 
