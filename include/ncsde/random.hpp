@@ -20,10 +20,11 @@
 ///
 /// Reproducibility. ln and sin/cos of 2πb are ncsde's own kernels, not libm (ln within 1 ulp,
 /// sin/cos within 2 ulp over the tests' 10^6 arguments; 2πb is reduced exactly, in turns).
-/// random.cpp picks at run time the widest of its scalar, AVX2 and AVX-512 paths; all of them
-/// perform the same correctly rounded IEEE-754 operations in the same order (no fused multiply-add:
-/// random.cpp is compiled with -ffp-contract=off, and must not be compiled with -ffast-math), so
-/// the numbers are bit-identical whatever the instruction set, the standard library, the thread
+/// random.cpp picks at run time the best Google Highway target the CPU runs (AVX-512, AVX2, SSE4,
+/// …; the plain C++ scalar path is the reference); all of them perform the same correctly rounded
+/// IEEE-754 operations in the same order (no fused multiply-add: random.cpp is compiled with
+/// -ffp-contract=off, and must not be compiled with -ffast-math), so the numbers are
+/// bit-identical whatever the instruction set, the standard library, the thread
 /// count or the order in which blocks are requested, on any platform whose doubles are IEEE-754
 /// binary64 without excess precision (by construction; the tests check the paths against each other
 /// bit for bit). std::normal_distribution (whose algorithm differs between standard libraries) and
