@@ -87,8 +87,8 @@ mpi_session::~mpi_session() {
 void require_one_rank(std::string_view command) {
   if (the_world.size > 1)
     throw_invalid_argument(fmt::format("ncsde {}", command), "mpirun -np", the_world.size,
-                           "1: this command runs on one process (under mpirun, `ncsde simulate` "
-                           "and `ncsde sample-network` split their work over the ranks)");
+                           "1: this command runs on one process (under mpirun, simulate, "
+                           "sample-network, validate and blowup split their work over the ranks)");
 }
 
 bool on_every_rank(bool ok) {
@@ -98,6 +98,22 @@ bool on_every_rank(bool ok) {
                                ok ? std::nullopt : std::optional<std::string>("not ok"));
 #endif
   return ok;
+}
+
+std::optional<ensemble_result> run_over_ranks(const models::model_instance& sde,
+                                              std::string_view scheme, const matrix& v0,
+                                              double t_end, const integrate_options& iopt,
+                                              const ensemble_options& eopt) {
+  if (!the_world.active) return sde.run_ensemble(scheme, v0, t_end, iopt, eopt);
+#ifdef NCSDE_HAVE_MPI
+  const path_range range =
+      mpi::rank_paths(eopt.paths, eopt.block_size, the_world.rank, the_world.size);
+  return mpi::run_distributed(
+      MPI_COMM_WORLD, [&] { return sde.run_ensemble_range(scheme, v0, t_end, iopt, eopt, range); },
+      eopt);
+#else
+  return std::nullopt;  // the_world.active is never true without MPI
+#endif
 }
 
 std::optional<networks::network_ensemble> sample_over_ranks(

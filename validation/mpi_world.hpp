@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "ncsde/ensemble.hpp"
 #include "ncsde/models/registry.hpp"
 #include "ncsde/networks/sample.hpp"
 #include "process.hpp"
@@ -50,6 +51,15 @@ void require_one_rank(std::string_view command);
 /// Whether `ok` holds on every rank: collective under mpirun (every rank must call it at the same
 /// point), `ok` itself otherwise.
 bool on_every_rank(bool ok);
+
+/// sde.run_ensemble(scheme, v0, t_end, iopt, eopt) split over the ranks: rank r runs its blocks
+/// (mpi::rank_paths, run_ensemble_range), rank 0 gets the whole result, bit for bit the
+/// one-process one (mpi::run_distributed), the other ranks nullopt. Without mpirun: the
+/// one-process run.
+std::optional<ensemble_result> run_over_ranks(const models::model_instance& sde,
+                                              std::string_view scheme, const matrix& v0,
+                                              double t_end, const integrate_options& iopt,
+                                              const ensemble_options& eopt);
 
 /// net.sample(v0, d, opt) split over the ranks: rank r samples its contiguous networks
 /// (mpi::rank_paths), rank 0 gets the whole ensemble, bit for bit the one-process one (merge of

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctest cli_mpi: `ncsde simulate`, `sample-network` and `validate` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
+"""ctest cli_mpi: `ncsde simulate`, `sample-network`, `validate` and `blowup` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
 test_mpi.py; registered when ncsde is built with MPI).
 
  1. `mpirun -np N ncsde simulate …` for N = 1, 2, 3 writes exactly the one-process run's JSON
@@ -7,7 +7,8 @@ test_mpi.py; registered when ncsde is built with MPI).
     ranks cut them 1 + 2 and 3 ranks 1 + 1 + 1; with 100 paths (2 blocks) a third rank has none;
     stopped paths and two threads per rank; only rank 0 prints;
  1b. `mpirun -np N ncsde sample-network …` likewise (90 networks: 90, 45 + 45, 30 + 30 + 30), and
-    `ncsde validate` (each width's networks split over 2 and 3 ranks, the SDEs on rank 0);
+    `ncsde validate` (each width's networks split over 2 and 3 ranks, the SDEs on rank 0) and
+    `ncsde blowup` (adaptive steps, 2 and 3 ranks);
  2. a failure on a rank (a cone exit under --pd-policy throw) ends the job: every rank exits, the
     exit code is 1 and the message names the lowest failing rank (the one holding the lowest
     failing path), no hang;
@@ -88,6 +89,16 @@ class MpiCli(CliTestCase):
                 self.assertEqual(without_timing(out), without_timing(whole_json))
                 table = self.mpirun_ok(np, *run)
                 self.assertEqual(table_without_timing(table), table_without_timing(whole_table))
+
+    def test_ranks_give_the_one_process_blowup(self):
+        # blowup: adaptive steps (the default increment control) on every path, paths over ranks.
+        run = ["blowup", "--paths", "200", "--T", "1", "--seed", "2", "--threads", "1"]
+        whole_json = self.run_ok(*run, "--format", "json")
+        self.assertIn('"blown_up"', whole_json)
+        for np in (2, 3):
+            with self.subTest(np=np):
+                out = self.mpirun_ok(np, *run, "--format", "json")
+                self.assertEqual(without_timing(out), without_timing(whole_json))
 
     # ---- 2. a failing rank ends the job ----
     def test_failing_rank_ends_the_job(self):

@@ -1,6 +1,7 @@
 /// `ncsde blowup`: the blow-up law of a registered model's covariance SDE, P(τ ≤ t) on a grid of t
 /// and the explosion-time distribution, from an ensemble of paths (ncsde::run_ensemble through
-/// models::model_instance::run_ensemble) with adaptive steps by default.
+/// models::model_instance::run_ensemble) with adaptive steps by default. Under mpirun the paths
+/// are split over the ranks (mpi_world.hpp) and rank 0 reports, byte for byte as one process.
 ///
 ///   ncsde blowup --V0 "..." [--model M] [model flags] [--T 2] [--dt 1e-2] [--paths 4000]
 ///                [--seed 1] [--threads 0] [--scheme em|NAME] [--batched]
@@ -37,6 +38,7 @@
 #include "models/model_flags.hpp"
 #include "models/parameter_report.hpp"
 #include "models/step_flags.hpp"
+#include "mpi_world.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/schemes.hpp"
@@ -228,17 +230,28 @@ int run_blowup_command(const blowup_args& a) {
     return exit_usage;
   }
 
+  // Under mpirun only rank 0 writes, and every rank learns whether it could (on_every_rank).
   const std::filesystem::path script(NCSDE_BLOWUP_PLOT_SCRIPT);
   const std::filesystem::path dir(a.plots);
   std::optional<output_file> plot_data;
-  if (!a.plots.empty()) {
-    if (!plotting_available("blowup", script.string())) return exit_failure;
-    if (!create_plot_directory("blowup", dir)) return exit_usage;
-    plot_data.emplace("blowup", "--plots", dir / "blowup.csv");
-    if (!plot_data->ok()) return exit_usage;
+  int plots_failed = 0;  // the exit code when --plots cannot be written
+  if (!a.plots.empty() && world().rank == 0) {
+    if (!plotting_available("blowup", script.string())) {
+      plots_failed = exit_failure;
+    } else if (!create_plot_directory("blowup", dir)) {
+      plots_failed = exit_usage;
+    } else {
+      plot_data.emplace("blowup", "--plots", dir / "blowup.csv");
+      if (!plot_data->ok()) plots_failed = exit_usage;
+    }
   }
+  if (!on_every_rank(plots_failed == 0)) return plots_failed != 0 ? plots_failed : exit_usage;
 
-  const ensemble_result r = sde->run_ensemble(a.run.scheme, *v0, a.t_end, iopt, eopt);
+  // Under mpirun the paths are split over the ranks and rank 0 reports (run_over_ranks).
+  const std::optional<ensemble_result> run =
+      run_over_ranks(*sde, a.run.scheme, *v0, a.t_end, iopt, eopt);
+  if (!run) return exit_ok;  // the other ranks write nothing
+  const ensemble_result& r = *run;
   const std::vector<curve_point> curve = blowup_curve(r, a.grid);
   if (a.format == "json")
     std::cout << json_report(a, r, curve) << '\n';

@@ -39,10 +39,6 @@
 #include "ncsde/symmetric.hpp"
 #include "process.hpp"
 
-#ifdef NCSDE_HAVE_MPI
-#include "ncsde/mpi.hpp"
-#endif
-
 namespace ncsde::cli {
 namespace {
 
@@ -62,21 +58,18 @@ struct simulate_args {
   std::string partial;
 };
 
-/// The run over the MPI ranks (mpi_world.hpp): rank r runs its blocks (ncsde::mpi::rank_paths),
-/// rank 0 merges the pieces into the one-process result and writes the outputs. Every step that
-/// can fail on one rank is agreed on by all (first_failure, run_distributed), so that no rank waits
-/// for one that has left.
+/// The run over the MPI ranks (mpi_world.hpp): rank r runs its blocks, rank 0 merges the pieces
+/// into the one-process result and writes the outputs. Every step that can fail on one rank is
+/// agreed on by all (open_output_on_rank0, run_over_ranks), so that no rank waits for one that has
+/// left.
 int run_simulate_over_ranks(const simulate_args& a, const models::model_instance& sde,
                             const matrix& v0, const integrate_options& iopt,
                             const ensemble_options& eopt) {
 #ifdef NCSDE_HAVE_MPI
-  const MPI_Comm comm = world_comm();
   std::optional<output_file> file;
   if (!open_output_on_rank0(file, "simulate", a.out)) return exit_usage;  // rank 0 said why
-  const path_range range = mpi::rank_paths(eopt.paths, eopt.block_size, world().rank, world().size);
-  const std::optional<ensemble_result> r = mpi::run_distributed(
-      comm, [&] { return sde.run_ensemble_range(a.run.scheme, v0, a.t_end, iopt, eopt, range); },
-      eopt);
+  const std::optional<ensemble_result> r =
+      run_over_ranks(sde, a.run.scheme, v0, a.t_end, iopt, eopt);
   if (!r) return exit_ok;  // the other ranks write nothing
   return write_simulate_outputs(*r, a.format, file ? &*file : nullptr);
 #else
