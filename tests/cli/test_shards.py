@@ -27,11 +27,12 @@ NETS = ["--model", "transformer", "--V0", "1,0.5,0.3;0.5,1,0.4;0.3,0.4,1", "--n"
 
 
 class ShardsCli(CliTestCase):
-    def shards(self, d, ranges, run=RUN, tag="part"):
+    def shards(self, d, ranges, run=RUN, tag="part", command="simulate"):
+        """One shard file in d for each range (a, b) of the run."""
         files = []
         for a, b in ranges:
             f = d / f"{tag}_{a}_{b}.bin"
-            self.run_ok("simulate", *run, "--paths-range", f"{a}:{b}", "--partial", f)
+            self.run_ok(command, *run, "--paths-range", f"{a}:{b}", "--partial", f)
             files.append(f)
         return files
 
@@ -101,12 +102,7 @@ class ShardsCli(CliTestCase):
         self.assertNotIn('"stopped": 0,', whole_json)
 
         def shards(ranges, run=NETS, tag="net"):
-            files = []
-            for a, b in ranges:
-                f = d / f"{tag}_{a}_{b}.bin"
-                self.run_ok("sample-network", *run, "--paths-range", f"{a}:{b}", "--partial", f)
-                files.append(f)
-            return files
+            return self.shards(d, ranges, run=run, tag=tag, command="sample-network")
 
         for ranges in ([(0, 37), (37, 90)], [(0, 90)], [(0, 1), (1, 89), (89, 90)]):
             with self.subTest(ranges=ranges):
