@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "command.hpp"
 #include "ncsde/error.hpp"
 
 #ifdef NCSDE_HAVE_MPI
@@ -139,18 +140,22 @@ std::optional<networks::network_ensemble> sample_over_ranks(
 #endif
 }
 
-#ifdef NCSDE_HAVE_MPI
-MPI_Comm world_comm() { return MPI_COMM_WORLD; }
-
 bool open_output_on_rank0(std::optional<output_file>& file, std::string_view command,
                           const std::string& out) {
-  std::optional<std::string> unwritable;
+  bool ok = true;
   if (the_world.rank == 0 && !out.empty()) {
     file.emplace(command, "--out", out);
-    if (!file->ok()) unwritable = "--out is not writable";
+    ok = file->ok();
   }
-  return !mpi::first_failure(MPI_COMM_WORLD, unwritable);
+  return on_every_rank(ok);
 }
-#endif
+
+int open_plots_on_rank0(std::string_view command, const std::string& script,
+                        const std::filesystem::path& dir, const std::vector<std::string>& names,
+                        std::vector<std::unique_ptr<output_file>>& files) {
+  const int failed = the_world.rank == 0 ? open_plot_files(command, script, dir, names, files) : 0;
+  if (on_every_rank(failed == 0)) return 0;
+  return failed != 0 ? failed : exit_usage;
+}
 
 }  // namespace ncsde::cli

@@ -5,18 +5,17 @@
 /// (`ncsde simulate`, `ncsde sample-network`) split it over the ranks; rank 0 writes every output, and the other ranks'
 /// stdout and stderr go to /dev/null (a failure on any rank reaches rank 0 as a message: ncsde/mpi.hpp).
 /// Started any other way the program is one process, with or without MPI built in.
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ncsde/ensemble.hpp"
 #include "ncsde/models/registry.hpp"
 #include "ncsde/networks/sample.hpp"
 #include "process.hpp"
-
-#ifdef NCSDE_HAVE_MPI
-#include <mpi.h>
-#endif
 
 namespace ncsde::cli {
 
@@ -70,15 +69,17 @@ std::optional<networks::network_ensemble> sample_over_ranks(
     const models::network_instance& net, const matrix& v0, int d, networks::network_options opt,
     const std::optional<std::string>& pending = std::nullopt);
 
-#ifdef NCSDE_HAVE_MPI
-/// MPI_COMM_WORLD while the world is active.
-MPI_Comm world_comm();
-
 /// Rank 0 creates --out `out` (when given) in `file` before the run; every rank learns whether it
-/// could (mpi::first_failure), so that none starts a run that rank 0 has left. False on every rank
-/// when it could not (rank 0 has said why).
+/// could (on_every_rank), so that none starts a run that rank 0 has left. False on every rank
+/// when it could not (rank 0 has said why). Without mpirun: the one process creates it.
 bool open_output_on_rank0(std::optional<output_file>& file, std::string_view command,
                           const std::string& out);
-#endif
+
+/// open_plot_files(command, script, dir, names, files) on rank 0 before the run, and every rank
+/// learns whether it succeeded (on_every_rank). Returns 0, or an exit code on every rank: rank
+/// 0's (printed), exit_usage on the others.
+int open_plots_on_rank0(std::string_view command, const std::string& script,
+                        const std::filesystem::path& dir, const std::vector<std::string>& names,
+                        std::vector<std::unique_ptr<output_file>>& files);
 
 }  // namespace ncsde::cli

@@ -14,6 +14,8 @@
 #include <system_error>
 #include <utility>
 
+#include "command.hpp"
+
 extern char** environ;
 
 namespace ncsde::cli {
@@ -187,6 +189,18 @@ bool output_file::commit() {
 void output_file::report(int error) const {
   std::fprintf(stderr, "ncsde %s: cannot write %s %s: %s\n", m_command.c_str(), m_flag.c_str(),
                m_path.c_str(), std::strerror(error));
+}
+
+int open_plot_files(std::string_view command, const std::string& script,
+                    const std::filesystem::path& dir, const std::vector<std::string>& names,
+                    std::vector<std::unique_ptr<output_file>>& files) {
+  if (!plotting_available(command, script)) return exit_failure;
+  if (!create_plot_directory(command, dir)) return exit_usage;
+  for (const std::string& name : names) {
+    files.push_back(std::make_unique<output_file>(command, "--plots", dir / name));
+    if (!files.back()->ok()) return exit_usage;
+  }
+  return 0;
 }
 
 }  // namespace ncsde::cli

@@ -6,6 +6,7 @@
 /// exit_failure for a failure during or after it.
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -77,5 +78,14 @@ class output_file {
   bool m_ok = false;
   bool m_committed = false;
 };
+
+/// The --plots outputs of `command`, opened before its run so that a bad --plots fails at once:
+/// plotting_available(script), create_plot_directory(dir), then one output_file per name in dir
+/// (temporaries that replace their targets on commit), appended to `files` in the order of
+/// `names`. Returns 0, or the exit code of the first failure (printed): exit_failure when plotting
+/// is not available, exit_usage when dir or a file cannot be written.
+int open_plot_files(std::string_view command, const std::string& script,
+                    const std::filesystem::path& dir, const std::vector<std::string>& names,
+                    std::vector<std::unique_ptr<output_file>>& files);
 
 }  // namespace ncsde::cli

@@ -230,22 +230,14 @@ int run_blowup_command(const blowup_args& a) {
     return exit_usage;
   }
 
-  // Under mpirun only rank 0 writes, and every rank learns whether it could (on_every_rank).
+  // Under mpirun only rank 0 writes, and every rank learns whether it could.
   const std::filesystem::path script(NCSDE_BLOWUP_PLOT_SCRIPT);
   const std::filesystem::path dir(a.plots);
-  std::optional<output_file> plot_data;
-  int plots_failed = 0;  // the exit code when --plots cannot be written
-  if (!a.plots.empty() && world().rank == 0) {
-    if (!plotting_available("blowup", script.string())) {
-      plots_failed = exit_failure;
-    } else if (!create_plot_directory("blowup", dir)) {
-      plots_failed = exit_usage;
-    } else {
-      plot_data.emplace("blowup", "--plots", dir / "blowup.csv");
-      if (!plot_data->ok()) plots_failed = exit_usage;
-    }
-  }
-  if (!on_every_rank(plots_failed == 0)) return plots_failed != 0 ? plots_failed : exit_usage;
+  std::vector<std::unique_ptr<output_file>> plots;  // blowup.csv
+  if (!a.plots.empty())
+    if (const int failed =
+            open_plots_on_rank0("blowup", script.string(), dir, {"blowup.csv"}, plots))
+      return failed;
 
   // Under mpirun the paths are split over the ranks and rank 0 reports (run_over_ranks).
   const std::optional<ensemble_result> run =
@@ -258,9 +250,9 @@ int run_blowup_command(const blowup_args& a) {
   else
     table_report(a, r, curve, std::cout);
 
-  if (plot_data) {
-    write_curve_csv(a, r, curve, plot_data->stream());
-    if (!plot_data->commit()) return exit_failure;
+  if (!plots.empty()) {
+    write_curve_csv(a, r, curve, plots[0]->stream());
+    if (!plots[0]->commit()) return exit_failure;
     const std::filesystem::path png = dir / "blowup.png";
     if (!run_plot_script("blowup", script.string(), {png.string(), (dir / "blowup.csv").string()}))
       return exit_failure;

@@ -153,13 +153,11 @@ int run_convergence_command(const convergence_args& a) {
   // is created as a temporary, which replaces the file only once the run has succeeded.
   const std::filesystem::path script(NCSDE_PLOT_SCRIPT);
   const std::filesystem::path dir(a.plots);
-  std::optional<output_file> plot_data;
-  if (!a.plots.empty()) {
-    if (!plotting_available("convergence", script.string())) return exit_failure;
-    if (!create_plot_directory("convergence", dir)) return exit_usage;
-    plot_data.emplace("convergence", "--plots", dir / "convergence.json");
-    if (!plot_data->ok()) return exit_usage;
-  }
+  std::vector<std::unique_ptr<output_file>> plots;  // convergence.json
+  if (!a.plots.empty())
+    if (const int failed =
+            open_plot_files("convergence", script.string(), dir, {"convergence.json"}, plots))
+      return failed;
 
   convergence_options opt;
   opt.seed = a.seed;
@@ -204,9 +202,9 @@ int run_convergence_command(const convergence_args& a) {
   }
   if (!table) std::cout << convergence_json(all) << '\n';
 
-  if (plot_data) {
-    plot_data->stream() << convergence_json(all) << '\n';
-    if (!plot_data->commit()) return exit_failure;
+  if (!plots.empty()) {
+    plots[0]->stream() << convergence_json(all) << '\n';
+    if (!plots[0]->commit()) return exit_failure;
     const std::filesystem::path json = dir / "convergence.json";
     if (!run_plot_script("convergence", script.string(), {json.string(), dir.string()}))
       return exit_failure;

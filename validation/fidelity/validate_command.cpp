@@ -345,26 +345,15 @@ int run_validate(const validate_args& a) {
   const std::string script = NCSDE_VALIDATE_PLOT_SCRIPT;
   std::filesystem::path dir;
   std::vector<std::unique_ptr<output_file>> plot_files;  // validation.md, .json, values, paths
-  // Under mpirun only rank 0 writes, and every rank learns whether it could (on_every_rank).
+  // Under mpirun only rank 0 writes, and every rank learns whether it could.
   const bool root = world().rank == 0;
-  int plots_failed = 0;  // the exit code when --plots cannot be written
-  if (!a.plots.empty() && root) {
+  if (!a.plots.empty()) {
     dir = a.plots;
-    if (!plotting_available("validate", script)) {
-      plots_failed = exit_failure;
-    } else if (!create_plot_directory("validate", dir)) {
-      plots_failed = exit_usage;
-    } else {
-      for (const char* name : {"validation.md", "validation.json", "values.csv", "paths.csv"}) {
-        plot_files.push_back(std::make_unique<output_file>("validate", "--plots", dir / name));
-        if (!plot_files.back()->ok()) {
-          plots_failed = exit_usage;
-          break;
-        }
-      }
-    }
+    if (const int failed = open_plots_on_rank0(
+            "validate", script, dir,
+            {"validation.md", "validation.json", "values.csv", "paths.csv"}, plot_files))
+      return failed;
   }
-  if (!on_every_rank(plots_failed == 0)) return plots_failed != 0 ? plots_failed : exit_usage;
 
   const bool table = a.format == "table";
   auto note = [&](const std::string& text) {

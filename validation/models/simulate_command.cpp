@@ -58,26 +58,6 @@ struct simulate_args {
   std::string partial;
 };
 
-/// The run over the MPI ranks (mpi_world.hpp): rank r runs its blocks, rank 0 merges the pieces
-/// into the one-process result and writes the outputs. Every step that can fail on one rank is
-/// agreed on by all (open_output_on_rank0, run_over_ranks), so that no rank waits for one that has
-/// left.
-int run_simulate_over_ranks(const simulate_args& a, const models::model_instance& sde,
-                            const matrix& v0, const integrate_options& iopt,
-                            const ensemble_options& eopt) {
-#ifdef NCSDE_HAVE_MPI
-  std::optional<output_file> file;
-  if (!open_output_on_rank0(file, "simulate", a.out)) return exit_usage;  // rank 0 said why
-  const std::optional<ensemble_result> r =
-      run_over_ranks(sde, a.run.scheme, v0, a.t_end, iopt, eopt);
-  if (!r) return exit_ok;  // the other ranks write nothing
-  return write_simulate_outputs(*r, a.format, file ? &*file : nullptr);
-#else
-  (void)a, (void)sde, (void)v0, (void)iopt, (void)eopt;
-  return exit_failure;  // world().active is never true without MPI
-#endif
-}
-
 int run_simulate_command(const simulate_args& a) {
   const std::optional<models::model_instance> sde = make_model(a.model);
   if (!sde) return exit_usage;
@@ -135,17 +115,12 @@ int run_simulate_command(const simulate_args& a) {
     report_invalid_argument(e);
     return exit_usage;
   }
-  if (world().active) return run_simulate_over_ranks(a, *sde, *v0, iopt, eopt);
-
-  // The file is created (as a temporary next to --out) before the run, so that an unwritable path
-  // fails at once, and replaces --out only once the run has succeeded.
+  // The file is created (as a temporary next to --out or --partial) before the run, so that an
+  // unwritable path fails at once, and replaces it only once the run has succeeded.
   std::optional<output_file> file;
-  if (!a.out.empty() || shard) {
-    file.emplace("simulate", shard ? "--partial" : "--out", shard ? a.partial : a.out);
-    if (!file->ok()) return exit_usage;
-  }
-
   if (shard) {
+    file.emplace("simulate", "--partial", a.partial);
+    if (!file->ok()) return exit_usage;
     // The paths of the range only, as a piece of the run (ncsde merge joins the pieces).
     const ensemble_partial piece =
         sde->run_ensemble_range(a.run.scheme, *v0, a.t_end, iopt, eopt, range);
@@ -156,10 +131,14 @@ int run_simulate_command(const simulate_args& a) {
     return exit_ok;
   }
 
-  // run_ensemble on the model's concrete SDE type (the registry entry instantiates it per scheme).
-  const ensemble_result r = sde->run_ensemble(a.run.scheme, *v0, a.t_end, iopt, eopt);
-
-  return write_simulate_outputs(r, a.format, file ? &*file : nullptr);
+  // Under mpirun rank 0 creates --out, the ranks split the paths (run_over_ranks) and rank 0
+  // writes; every step that can fail on one rank is agreed on by all. One process: run_ensemble on
+  // the model's concrete SDE type (the registry entry instantiates it per scheme).
+  if (!open_output_on_rank0(file, "simulate", a.out)) return exit_usage;  // rank 0 said why
+  const std::optional<ensemble_result> r =
+      run_over_ranks(*sde, a.run.scheme, *v0, a.t_end, iopt, eopt);
+  if (!r) return exit_ok;  // the other ranks write nothing
+  return write_simulate_outputs(*r, a.format, file ? &*file : nullptr);
 }
 
 }  // namespace

@@ -197,13 +197,11 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
   // the run has succeeded.
   const std::filesystem::path script(NCSDE_RANK_COLLAPSE_PLOT_SCRIPT);
   const std::filesystem::path dir(a.plots);
-  std::optional<output_file> plot_data;
-  if (!a.plots.empty()) {
-    if (!plotting_available("rank-collapse", script.string())) return exit_failure;
-    if (!create_plot_directory("rank-collapse", dir)) return exit_usage;
-    plot_data.emplace("rank-collapse", "--plots", dir / "rank_collapse.csv");
-    if (!plot_data->ok()) return exit_usage;
-  }
+  std::vector<std::unique_ptr<output_file>> plots;  // rank_collapse.csv
+  if (!a.plots.empty())
+    if (const int failed =
+            open_plot_files("rank-collapse", script.string(), dir, {"rank_collapse.csv"}, plots))
+      return failed;
   std::optional<output_file> file;
   if (!a.out.empty()) {
     file.emplace("rank-collapse", "--out", a.out);
@@ -253,9 +251,9 @@ int run_rank_collapse_command(const rank_collapse_args& a) {
     write_rank_collapse_csv(unshaped, u, s, file->stream());
     if (!file->commit()) return exit_failure;
   }
-  if (plot_data) {
-    write_rank_collapse_csv(unshaped, u, s, plot_data->stream());
-    if (!plot_data->commit()) return exit_failure;
+  if (!plots.empty()) {
+    write_rank_collapse_csv(unshaped, u, s, plots[0]->stream());
+    if (!plots[0]->commit()) return exit_failure;
     const std::filesystem::path csv = dir / "rank_collapse.csv";
     const std::string title =
         fmt::format("{} networks, m = {}, n = {}, gamma2 = {:g}, tau0 = {:g}, {} networks per form",

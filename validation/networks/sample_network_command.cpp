@@ -230,28 +230,22 @@ int run_sample_network_command(const sample_network_args& a) {
   }
   const run_description d{a.model.model, a.net.sampler_for(a.model.entry()), a.attention,
                           a.net.key_dimension()};
-  if (world().active) {
-#ifdef NCSDE_HAVE_MPI
-    // Over the ranks: rank r samples its contiguous networks, rank 0 joins them and writes. Each
-    // step that can fail on one rank is agreed on by all (mpi::first_failure, gather_pieces).
-    std::optional<output_file> file;
-    if (!open_output_on_rank0(file, "sample-network", a.out)) return exit_usage;  // rank 0 said why
-    const std::optional<networks::network_ensemble> e = sample_over_ranks(*net, *v0, a.net.d, opt);
-    if (!e) return exit_ok;  // the other ranks write nothing
-    return write_network_outputs(*e, d, a.format, file ? &*file : nullptr);
-#endif
-  }
-  // Created (as a temporary next to --out) before the run, so that an unwritable path fails at
-  // once; it replaces --out only once the run has succeeded.
+  // Created (as a temporary next to --out or --partial) before the run, so that an unwritable path
+  // fails at once; it replaces its target only once the run has succeeded. Under mpirun rank 0
+  // creates --out, the ranks split the networks (sample_over_ranks) and rank 0 writes; every step
+  // that can fail on one rank is agreed on by all.
   std::optional<output_file> file;
-  if (!a.out.empty() || shard) {
-    file.emplace("sample-network", shard ? "--partial" : "--out", shard ? a.partial : a.out);
+  if (shard) {
+    file.emplace("sample-network", "--partial", a.partial);
     if (!file->ok()) return exit_usage;
+    opt.range = range;
+  } else if (!open_output_on_rank0(file, "sample-network", a.out)) {
+    return exit_usage;  // rank 0 has said why
   }
-
-  if (shard) opt.range = range;
-  const std::optional<networks::network_ensemble> run = sample_any_network(*net, *v0, a.net.d, opt);
-  if (!run) return exit_usage;
+  const std::optional<networks::network_ensemble> run =
+      world().active ? sample_over_ranks(*net, *v0, a.net.d, opt)
+                     : sample_any_network(*net, *v0, a.net.d, opt);
+  if (!run) return world().active ? exit_ok : exit_usage;  // other ranks write nothing
   const networks::network_ensemble& e = *run;
 
   if (shard) {
