@@ -8,6 +8,68 @@
 
 namespace ncsde {
 
+void stream_brownian::validate_area_depth(std::string_view where, int k, int area_depth) {
+  if (area_depth < 0 || area_depth > max_area_depth)
+    throw_invalid_argument(where, "area_depth", area_depth,
+                           fmt::format("in [0, {}]", max_area_depth));
+  // The tree holds 2^(D+1) nodes of k + k² doubles.
+  const double doubles = std::ldexp(static_cast<double>(k) * (k + 1), area_depth + 1);
+  if (doubles > std::ldexp(1.0, 25))
+    throw_invalid_argument(
+        where, "area_depth", area_depth,
+        fmt::format("small enough that the area tree's 2^(area_depth+1)·k·(k+1) doubles fit in "
+                    "256 MiB for k = {} (it would take {:.0f} MiB)",
+                    k, doubles * 8.0 / (1024.0 * 1024.0)));
+}
+
+void stream_brownian::tree_areas(std::uint64_t step, double root_dt, std::uint64_t node,
+                                 noise_increment& out) {
+  if (!m_tree_valid || m_tree_step != step || m_tree_dt != root_dt) build_tree(step, root_dt);
+  out.iterated = m_tree_iterated.middleCols(static_cast<Eigen::Index>(node) * m_k, m_k);
+  out.has_iterated = true;
+}
+
+void stream_brownian::build_tree(std::uint64_t step, double root_dt) {
+  const int depth = m_area_depth;
+  const std::uint64_t leaves = std::uint64_t{1} << depth;
+  const auto nodes = static_cast<Eigen::Index>(2 * leaves);
+  m_tree_dw.resize(m_k, nodes);
+  m_tree_iterated.resize(m_k, nodes * m_k);
+  // Top-down: the increments, by the very operations of increment() and split().
+  m_z.resize(m_k);
+  m_stream.normals(random_domain::increments, step, 0, m_z);
+  m_tree_dw.col(1) = m_z;
+  m_tree_dw.col(1) *= std::sqrt(root_dt);
+  for (std::uint64_t n = 1; n < leaves; ++n) {
+    const double half = 0.5 * std::ldexp(root_dt, 1 - static_cast<int>(std::bit_width(n)));
+    m_stream.normals(random_domain::bridge, step, n, m_z);
+    const auto left = static_cast<Eigen::Index>(2 * n);
+    m_tree_dw.col(left) =
+        0.5 * m_tree_dw.col(static_cast<Eigen::Index>(n)) + std::sqrt(0.5 * half) * m_z;
+    m_tree_dw.col(left + 1) = m_tree_dw.col(static_cast<Eigen::Index>(n)) - m_tree_dw.col(left);
+  }
+  // The leaves' iterated integrals, given their increments.
+  const double leaf_dt = std::ldexp(root_dt, -depth);
+  const int terms = levy_area_leaf_terms(m_k, root_dt, depth, m_areas.method());
+  m_leaf.dt = leaf_dt;
+  for (std::uint64_t n = leaves; n < 2 * leaves; ++n) {
+    m_leaf.dw = m_tree_dw.col(static_cast<Eigen::Index>(n));
+    m_areas.generate(m_leaf, m_stream, step, n, terms);
+    m_tree_iterated.middleCols(static_cast<Eigen::Index>(n) * m_k, m_k) = m_leaf.iterated;
+  }
+  // Bottom-up: Chen's relation, I_n = I_2n + I_2n+1 + ΔW_2n ΔW_2n+1ᵀ.
+  for (std::uint64_t n = leaves - 1; n >= 1; --n) {
+    const auto i = static_cast<Eigen::Index>(n), l = 2 * i;
+    m_tree_iterated.middleCols(i * m_k, m_k) =
+        m_tree_iterated.middleCols(l * m_k, m_k) + m_tree_iterated.middleCols((l + 1) * m_k, m_k);
+    m_tree_iterated.middleCols(i * m_k, m_k).noalias() +=
+        m_tree_dw.col(l) * m_tree_dw.col(l + 1).transpose();
+  }
+  m_tree_valid = true;
+  m_tree_step = step;
+  m_tree_dt = root_dt;
+}
+
 brownian_grid::brownian_grid(const random_stream& stream, int k, long long n_fine, double h,
                              bool with_iterated, levy_area_method method)
     : m_k(k), m_n(n_fine), m_h(h), m_has_iterated(with_iterated) {
@@ -98,8 +160,8 @@ void grid_brownian_source::split(const noise_increment&, std::uint64_t step, std
 }
 
 tree_brownian_source::tree_brownian_source(random_stream stream, int k, double base_dt, int depth,
-                                           levy_area_method method)
-    : m_root(stream, k, method), m_base_dt(base_dt), m_depth(depth) {
+                                           levy_area_method method, int area_depth)
+    : m_root(stream, k, method, area_depth), m_base_dt(base_dt), m_depth(depth) {
   if (!(base_dt > 0) || !std::isfinite(base_dt))
     throw_invalid_argument("tree_brownian_source", "base_dt", base_dt, "> 0 and finite");
   if (depth < 0 || depth > 30)

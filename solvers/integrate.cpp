@@ -165,6 +165,14 @@ void validate_source_dimension(std::string_view where, long long source_k, int k
 
 }  // namespace detail
 
+int resolved_area_depth(const integrate_options& opt, state_space space, bool reads_areas) {
+  if (opt.area_depth >= 0) return opt.area_depth;
+  // Only `refine` splits a piece after using its areas; adaptive pieces are split before.
+  const bool refines = space == state_space::psd_cone && opt.policy == pd_policy::refine &&
+                       opt.control == step_control::fixed;
+  return reads_areas && refines ? opt.refine_depth : 0;
+}
+
 void validate_options(const integrate_options& o) {
   if (!(o.dt > 0) || !std::isfinite(o.dt))
     throw_invalid_argument("integrate", "dt", o.dt, "> 0 and finite");
@@ -172,6 +180,10 @@ void validate_options(const integrate_options& o) {
     throw_invalid_argument("integrate", "pd_floor", o.pd_floor, ">= 0 and finite");
   if (o.refine_depth < 1 || o.refine_depth > 30)
     throw_invalid_argument("integrate", "refine_depth", o.refine_depth, "in [1, 30]");
+  if (o.area_depth < -1 || o.area_depth > stream_brownian::max_area_depth)
+    throw_invalid_argument(
+        "integrate", "area_depth", o.area_depth,
+        fmt::format("in [0, {}] or -1 (automatic)", stream_brownian::max_area_depth));
   if (!(o.blowup_threshold > 0) || !(o.blowup_threshold <= 1e100))
     throw_invalid_argument("integrate", "blowup_threshold", o.blowup_threshold, "in (0, 1e100]");
   if (o.control != step_control::fixed) {

@@ -34,6 +34,14 @@ int levy_area_terms(int k, double h, levy_area_method method) {
   return static_cast<int>(std::max(1.0, std::ceil(std::min(p, 1e7))));
 }
 
+int levy_area_leaf_terms(int k, double h, int depth, levy_area_method method) {
+  if (depth < 0 || depth > 62)
+    throw_invalid_argument("levy_area_leaf_terms", "depth", depth, "in [0, 62]");
+  // Both methods' terms scale as a power of 1/h (h^(−1/2), h^(−1)) matching the 2^(−depth/2),
+  // 2^(−depth) the leaves need: they take the terms of a step 2^depth times as long.
+  return levy_area_terms(k, std::ldexp(h, depth), method);
+}
+
 std::ptrdiff_t iterated_integrals::normals_needed(int k, int terms, levy_area_method method) {
   const std::ptrdiff_t series = 2 * static_cast<std::ptrdiff_t>(k) * terms;
   return method == levy_area_method::wiktorsson ? series + k * (k - 1) / 2 : series;

@@ -14,10 +14,12 @@
 ///    user's own strong-order study drives integrate() with, one source per step size over one path;
 ///  - tree_brownian_source: the bridge tree of stream_brownian read at a fixed depth, i.e. the
 ///    pieces the adaptive step controllers see, as fixed steps.
+#include <bit>
 #include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "ncsde/concepts.hpp"
@@ -52,17 +54,44 @@ concept BridgedNoiseSource =
              noise_increment& right) { src.split(parent, step, node, with_iterated, left, right); };
 
 /// Increments of a k-dimensional Brownian motion from a (seed, path) stream.
-/// Step i's increment uses the normals at (increments, i, 0); its iterated integrals the normals at
-/// (levy_area, i, node) with node = 1 for a whole step and 2·node, 2·node + 1 for the halves of a split
-/// (heap numbering); bridge midpoints use (bridge, i, node).
+/// Step i's increment uses the normals at (increments, i, 0); bridge midpoints use (bridge, i, node)
+/// (heap numbering: node 1 is the whole step, 2·node and 2·node + 1 the halves of piece node).
+///
+/// Iterated integrals, and what a split does to them, depend on `area_depth` D:
+///  - D = 0 (the default): each piece's iterated integrals are drawn given its own increment, with
+///    the normals at (levy_area, i, node). A split piece's halves have the right law given their
+///    increments but are not the parent's: Chen's relation holds in law, not path by path.
+///  - D ≥ 1 (Chen-consistent areas): every piece down to D halvings of a step carries the iterated
+///    integrals of one and the same Brownian path. The 2^D leaves (depth D) draw theirs given their
+///    increments (normals at (levy_area, i, leaf node), levy_area_leaf_terms series terms), and every
+///    coarser piece gets its children's, combined by Chen's relation
+///      I_parent = I_left + I_right + ΔW_left ΔW_rightᵀ,
+///    so that a split returns exactly the halves whose combination the parent carried (to round-off).
+///    Pieces deeper than D are drawn as with D = 0. Increments are the same for every D, bit for bit.
+///    Cost: the first request with iterated integrals in a step builds the step's whole tree (2^D
+///    leaves, kept until another step is asked for): about 2^D·(2k·p_leaf + k²) normals and flops,
+///    instead of one draw; memory 2^(D+1)·k·(k + 1) doubles. docs/maths.md §8.4 explains why the
+///    areas of a tree cannot be had for less (exact conditional sampling of a piece's halves given
+///    its area is known only for k = 2).
 class stream_brownian {
  public:
+  /// area_depth in [0, max_area_depth], and 2^(area_depth+1)·k·(k+1) doubles at most 2^25
+  /// (ncsde::invalid_argument naming area_depth otherwise).
   stream_brownian(random_stream stream, int k,
-                  levy_area_method method = levy_area_method::wiktorsson)
-      : m_stream(stream), m_k(k), m_areas(method) {}
+                  levy_area_method method = levy_area_method::wiktorsson, int area_depth = 0)
+      : m_stream(stream), m_k(k), m_areas(method), m_area_depth(area_depth) {
+    if (area_depth != 0) validate_area_depth("stream_brownian", k, area_depth);
+  }
+
+  /// Throws ncsde::invalid_argument naming `where` and area_depth unless area_depth is in
+  /// [0, max_area_depth] and its tree (2^(area_depth+1)·k·(k+1) doubles) fits in 256 MiB.
+  static void validate_area_depth(std::string_view where, int k, int area_depth);
+
+  static constexpr int max_area_depth = 16;
 
   int dimension() const { return m_k; }
   const random_stream& stream() const { return m_stream; }
+  int area_depth() const { return m_area_depth; }
 
   /// Increment of step `step` with length dt (variance dt per component).
   void increment(std::uint64_t step, double dt, bool with_iterated, noise_increment& out) {
@@ -71,11 +100,18 @@ class stream_brownian {
     m_stream.normals(random_domain::increments, step, 0, out.dw);
     out.dw *= std::sqrt(dt);
     out.has_iterated = false;
-    if (with_iterated) m_areas.generate(out, m_stream, step, 1);
+    if (with_iterated) {
+      if (m_area_depth == 0)
+        m_areas.generate(out, m_stream, step, 1);
+      else
+        tree_areas(step, dt, 1, out);
+    }
   }
 
   /// Splits `parent` (bridge node `node` of step `step`) into halves by the Brownian bridge:
-  /// left.dw = parent.dw/2 + √(dt/4)·Z, right.dw = parent.dw − left.dw.
+  /// left.dw = parent.dw/2 + √(dt/4)·Z, right.dw = parent.dw − left.dw. With iterated integrals, the
+  /// halves of a piece above depth area_depth get the tree's (Chen-consistent with the parent's);
+  /// deeper halves are drawn given their increments.
   void split(const noise_increment& parent, std::uint64_t step, std::uint64_t node,
              bool with_iterated, noise_increment& left, noise_increment& right) {
     const double half = 0.5 * parent.dt;
@@ -86,21 +122,36 @@ class stream_brownian {
     left.dw = 0.5 * parent.dw + std::sqrt(0.5 * half) * m_z;
     right.dw = parent.dw - left.dw;
     left.has_iterated = right.has_iterated = false;
-    // The halves' Lévy areas are drawn given their increments, independently of the parent's area:
-    // the increments (hence the path at the grid points) are kept exactly; the areas of a refined step
-    // are a fresh draw from their conditional law given the halves' increments. (Conditioning them
-    // on the parent's area as well needs the midpoint drawn given that area: docs/maths.md §8.4.)
-    if (with_iterated) {
+    if (!with_iterated) return;
+    if (node < (std::uint64_t{1} << m_area_depth)) {
+      // The halves lie at depth ≤ area_depth: the tree's, whose combination the parent carries.
+      const double root_dt = std::ldexp(parent.dt, static_cast<int>(std::bit_width(node)) - 1);
+      tree_areas(step, root_dt, 2 * node, left);
+      tree_areas(step, root_dt, 2 * node + 1, right);
+    } else {
       m_areas.generate(left, m_stream, step, 2 * node);
       m_areas.generate(right, m_stream, step, 2 * node + 1);
     }
   }
 
  private:
+  /// Sets out.iterated to piece `node`'s iterated integrals in the area tree of step `step` (grid
+  /// step root_dt), building the tree when it holds another step.
+  void tree_areas(std::uint64_t step, double root_dt, std::uint64_t node, noise_increment& out);
+  void build_tree(std::uint64_t step, double root_dt);
+
   random_stream m_stream;
   int m_k;
   iterated_integrals m_areas;
   vector m_z;
+  int m_area_depth = 0;
+  // The area tree of one step (area_depth ≥ 1): column n of m_tree_dw and the k×k block n of
+  // m_tree_iterated are heap node n's increment and iterated integrals (n = 1 .. 2^(D+1) − 1).
+  bool m_tree_valid = false;
+  std::uint64_t m_tree_step = 0;
+  double m_tree_dt = 0.0;
+  matrix m_tree_dw, m_tree_iterated;
+  noise_increment m_leaf;
 };
 
 /// A Brownian path on a fine uniform grid of n_fine steps of size h over [t0, t0 + n_fine·h], with
@@ -181,8 +232,11 @@ class grid_brownian_source {
 /// average. split() continues the tree below a step. depth in [0, 30] (ncsde::invalid_argument).
 class tree_brownian_source {
  public:
+  /// area_depth: the root stream_brownian's (Chen-consistent Lévy areas down to that many halvings
+  /// of base_dt; reading the tree at depth ≤ area_depth then gives the areas of the same path as an
+  /// adaptive run on stream_brownian(stream, k, method, area_depth)).
   tree_brownian_source(random_stream stream, int k, double base_dt, int depth,
-                       levy_area_method method = levy_area_method::wiktorsson);
+                       levy_area_method method = levy_area_method::wiktorsson, int area_depth = 0);
 
   int dimension() const { return m_root.dimension(); }
   int depth() const { return m_depth; }

@@ -460,10 +460,12 @@ ensemble_partial run_ensemble_range(const Stepper& stepper, const problem<S, Sta
                                     const integrate_options& iopt, const ensemble_options& opt,
                                     path_range range) {
   const int k = prob.sde.noise_dimension(static_cast<int>(prob.v0.rows()));
+  const int area_depth =
+      resolved_area_depth(iopt, state_space_of<S>, Stepper::request.needs_iterated_integrals());
   return detail::run_ensemble_impl(
       stepper, prob, iopt, opt, range,
       [&](std::uint64_t p) {
-        return stream_brownian(random_stream(opt.seed, p), k, iopt.levy_area);
+        return stream_brownian(random_stream(opt.seed, p), k, iopt.levy_area, area_depth);
       },
       true);
 }

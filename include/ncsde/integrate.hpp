@@ -170,6 +170,15 @@ struct integrate_options {
   /// It sees the state as an ncsde::matrix (d×1 for a vector state).
   std::function<bool(const matrix& v, double t)> stop_condition;
   levy_area_method levy_area = levy_area_method::wiktorsson;
+  /// Chen-consistent Lévy areas down to this many halvings of a grid step, in the library's own
+  /// noise source (stream_brownian's area_depth, 0..16), for schemes that read Lévy areas: a piece
+  /// split after its areas were used then gets halves whose areas combine to the parent's, so that
+  /// the refine policy's halves remember why they were split and an adaptive run's pieces carry
+  /// the areas of the path a finer run sees. It costs a tree of 2^area_depth leaves per grid step.
+  /// −1 (automatic): refine_depth under the refine policy with fixed steps, 0 otherwise (each
+  /// piece's areas drawn given its own increment: right in law whenever no used piece is split,
+  /// as with the adaptive controllers; docs/maths.md §8.4).
+  int area_depth = -1;
   step_control control = step_control::fixed;  ///< adaptive steps inside each grid step (see above)
   double tolerance = 0.05;  ///< of the increment and doubling controllers, (0, 1]
   int max_depth = 40;       ///< maximal halvings of a grid step by the controller, 1..50
@@ -203,6 +212,11 @@ struct step_grid {
 
 /// Validates options that do not depend on the problem (policy parameters, threshold).
 void validate_options(const integrate_options& options);
+
+/// The area depth of a run's own stream_brownian: opt.area_depth, or for −1 refine_depth when the
+/// scheme reads Lévy areas (reads_areas) under the refine policy on the cone with fixed steps, and
+/// 0 otherwise.
+int resolved_area_depth(const integrate_options& opt, state_space space, bool reads_areas);
 
 /// The largest noise dimension k a problem may declare: one increment holds k doubles, and schemes
 /// with iterated integrals a k×k matrix (max_iterated_noise_dimension).
@@ -733,6 +747,9 @@ State validate_problem(std::string_view where, const problem<S, State>& p,
   resolved.policy = resolve_pd_policy(where, space, opt.policy);
   const long long k = p.sde.noise_dimension(static_cast<int>(v0.rows()));
   validate_noise_dimension(where, k, iterated);
+  resolved.area_depth = resolved_area_depth(opt, space, iterated);
+  if (iterated && resolved.area_depth > 0)
+    stream_brownian::validate_area_depth(where, static_cast<int>(k), resolved.area_depth);
   return v0;
 }
 
@@ -779,7 +796,7 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
                                             Stepper::request.needs_iterated_integrals(), resolved);
   const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
   const int k = prob.sde.noise_dimension(static_cast<int>(v0.rows()));
-  stream_brownian source(random_stream(seed, path_index), k, opt.levy_area);
+  stream_brownian source(random_stream(seed, path_index), k, opt.levy_area, resolved.area_depth);
   return detail::integrate_path(stepper, prob, v0, grid, resolved, source,
                                 static_cast<long long>(path_index), observer);
 }

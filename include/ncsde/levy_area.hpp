@@ -28,6 +28,14 @@ enum class levy_area_method { wiktorsson, fourier };
 /// Number of series terms p that keeps the area's mean-square error at most h^{3/2} (see above).
 int levy_area_terms(int k, double h, levy_area_method method);
 
+/// Series terms for the 2^depth leaves of a Chen-consistent area tree of a step of size h
+/// (stream_brownian's area_depth): the fewest with which the leaves' mean-square errors, summed over
+/// the step, stay within the bound levy_area_terms(k, h) gives the step itself. Wiktorsson's error
+/// of a leaf is proportional to h_leaf/p, Fourier's to h_leaf/√p, so this is levy_area_terms(k, h)
+/// times 2^(−depth/2), resp. 2^(−depth): the terms of a step of size 2^depth·h. A piece of depth d then carries an
+/// area error at most 2^(−d/2) times the step's (the sum over its 2^(depth−d) leaves).
+int levy_area_leaf_terms(int k, double h, int depth, levy_area_method method);
+
 /// Reusable generator (its workspaces make a step allocation-free after the first).
 class iterated_integrals {
  public:

@@ -358,3 +358,133 @@ TEST_CASE("adaptive steps: bad options are named errors") {
   CHECK_THROWS_WITH_AS(ncsde::integrate(em, prob, o2, source), doctest::Contains("bridge"),
                        ncsde::invalid_argument);
 }
+
+namespace {
+
+/// V = X Xᵀ for dX = A X dt + B_1 X dW_1 + B_2 X dW_2 with [B_1, B_2] ≠ 0: non-commutative noise,
+/// where Milstein needs the Lévy areas for its strong order 1.
+ncsde::analytic::lifted_linear non_commuting_linear() {
+  matrix a(2, 2), b1(2, 2), b2(2, 2);
+  a << -0.2, 0.1, 0.0, -0.1;
+  b1 << 0.5, 0.4, 0.0, 0.2;
+  b2 << 0.1, 0.0, 0.6, -0.4;
+  return ncsde::analytic::lifted_linear(a, {b1, b2});
+}
+
+}  // namespace
+
+TEST_CASE(
+    "adaptive Milstein on non-commutative noise converges pathwise at order 1 only with "
+    "Chen-consistent areas") {
+  // dV of non_commuting_linear, V0 = [[1, .3], [.3, 1]], T = 1, grid step 0.25, 48 paths, the
+  // `doubling` controller at tolerances 1e-2 … 1e-4 (pieces down to 2^-10 of a grid step). The
+  // reference is fixed-step Milstein at 0.25/2^10 on tree_brownian_source: the same Brownian tree
+  // read at depth 10, with the leaves' areas. With area_depth = 10 every piece an adaptive run
+  // takes carries the areas of that same path (Chen's relation down the tree), and the rms
+  // difference falls like the steps' local error; with area_depth = 0 each piece's areas are a
+  // fresh draw given its increment, so the adaptive run solves the SDE on another path's areas
+  // and its difference from the reference stalls at order ½ (the area terms' √h-sized mismatch).
+  const auto sde = non_commuting_linear();
+  matrix v0(2, 2);
+  v0 << 1.0, 0.3, 0.3, 1.0;
+  const ncsde::problem prob{sde, v0, 1.0};
+  const ncsde::milstein<> scheme;
+  const int paths = 48, depth = 10;
+  const double base = 0.25;
+  std::vector<matrix> fine(paths);
+  ncsde::integrate_options fixed;
+  fixed.dt = std::ldexp(base, -depth);
+  fixed.policy = ncsde::pd_policy::count;
+  for (int p = 0; p < paths; ++p) {
+    tree_brownian_source tree(random_stream(31, static_cast<std::uint64_t>(p)), 2, base, depth,
+                              ncsde::levy_area_method::wiktorsson, depth);
+    fine[p] = ncsde::integrate(scheme, prob, fixed, tree).v;
+  }
+  std::vector<double> consistent, fresh, steps;
+  for (const double tol : {1e-2, 1e-3, 1e-4}) {
+    double e_consistent = 0.0, e_fresh = 0.0, n_steps = 0.0;
+    for (const int area_depth : {depth, 0}) {
+      ncsde::integrate_options opt;
+      opt.dt = base;
+      opt.policy = ncsde::pd_policy::count;
+      opt.control = step_control::doubling;
+      opt.tolerance = tol;
+      opt.max_depth = depth;
+      opt.area_depth = area_depth;
+      for (int p = 0; p < paths; ++p) {
+        const auto r = ncsde::integrate(scheme, prob, opt, 31, static_cast<std::uint64_t>(p));
+        const double e = (r.v - fine[p]).squaredNorm();
+        if (area_depth == 0) {
+          e_fresh += e;
+        } else {
+          e_consistent += e;
+          n_steps += static_cast<double>(r.steps);
+        }
+      }
+    }
+    consistent.push_back(std::sqrt(e_consistent / paths));
+    fresh.push_back(std::sqrt(e_fresh / paths));
+    steps.push_back(n_steps / paths);
+    MESSAGE("tolerance " << tol << ": " << steps.back() << " steps per path, rms difference from "
+                         << "the fine solution " << consistent.back() << " (consistent areas), "
+                         << fresh.back() << " (fresh areas)");
+  }
+  const auto order = [&](const std::vector<double>& e) {
+    return std::log(e.front() / e.back()) / std::log(steps.back() / steps.front());
+  };
+  MESSAGE("order in steps per path: consistent areas " << order(consistent) << ", fresh areas "
+                                                       << order(fresh));
+  CHECK(order(consistent) > 0.8);
+  CHECK(order(fresh) < 0.65);
+  CHECK(consistent.back() < 0.25 * fresh.back());
+}
+
+TEST_CASE("area_depth: automatic under refine, explicit otherwise, checked") {
+  using ncsde::pd_policy;
+  using ncsde::resolved_area_depth;
+  using ncsde::state_space;
+  ncsde::integrate_options o;
+  o.refine_depth = 6;
+  o.policy = pd_policy::refine;
+  CHECK(resolved_area_depth(o, state_space::psd_cone, true) == 6);
+  CHECK(resolved_area_depth(o, state_space::psd_cone, false) == 0);  // no areas read
+  CHECK(resolved_area_depth(o, state_space::euclidean, true) == 0);  // no cone, no refine
+  o.control = step_control::doubling;  // adaptive pieces are split before they are used
+  CHECK(resolved_area_depth(o, state_space::psd_cone, true) == 0);
+  o.control = step_control::fixed;
+  o.policy = pd_policy::project;
+  CHECK(resolved_area_depth(o, state_space::psd_cone, true) == 0);
+  o.area_depth = 3;
+  CHECK(resolved_area_depth(o, state_space::psd_cone, true) == 3);
+
+  // Milstein under refine on a cone problem: the automatic depth is refine_depth, bit for bit.
+  const auto sde = non_commuting_linear();
+  matrix v0(2, 2);
+  v0 << 1.0, 0.95, 0.95, 1.0;  // near the boundary: some steps leave the cone and are refined
+  const ncsde::problem prob{sde, v0, 1.0};
+  const ncsde::milstein<> scheme;
+  ncsde::integrate_options opt;
+  opt.dt = 0.05;
+  opt.policy = pd_policy::refine;
+  opt.refine_depth = 5;
+  long long refined = 0;
+  bool differs = false;
+  for (std::uint64_t p = 0; p < 40; ++p) {
+    const auto automatic = ncsde::integrate(scheme, prob, opt, 3, p);
+    auto explicit_opt = opt;
+    explicit_opt.area_depth = 5;
+    const auto same = ncsde::integrate(scheme, prob, explicit_opt, 3, p);
+    CHECK(automatic.v == same.v);
+    explicit_opt.area_depth = 0;
+    differs = differs || ncsde::integrate(scheme, prob, explicit_opt, 3, p).v != automatic.v;
+    refined += automatic.pd.refined;
+  }
+  MESSAGE("steps refined in 40 paths: " << refined);
+  CHECK(refined > 0);
+  CHECK(differs);
+  opt.area_depth = 17;
+  CHECK_THROWS_WITH_AS(
+      ncsde::integrate(scheme, prob, opt, 3, 0),
+      doctest::Contains("area_depth must be in [0, 16] or -1 (automatic) (got 17)"),
+      ncsde::invalid_argument);
+}

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -122,6 +123,134 @@ TEST_CASE(
   const vector sum = ll.dw + lr.dw + rl.dw + rr.dw;
   CHECK((sum - parent.dw).cwiseAbs().maxCoeff() <=
         8 * eps * parent.dw.cwiseAbs().maxCoeff() + 8 * eps);
+}
+
+namespace {
+
+/// Splits piece `node` of `step` (increment `piece`) with both sources down to `below` more halvings,
+/// checking on the way that the increments agree bit for bit, that halves at depth ≤ D carry iterated
+/// integrals whose Chen combination is their parent's (to round-off), and that deeper halves are the
+/// D = 0 source's own draws. Returns the largest Chen defect relative to the entries' scale.
+double check_tree(stream_brownian& tree, stream_brownian& plain, std::uint64_t step,
+                  std::uint64_t node, const noise_increment& piece, int below, int depth_limit) {
+  if (below == 0) return 0.0;
+  noise_increment l, r, pl, pr;
+  tree.split(piece, step, node, true, l, r);
+  plain.split(piece, step, node, true, pl, pr);
+  CHECK(l.dw == pl.dw);
+  CHECK(r.dw == pr.dw);
+  CHECK(symmetric_part_defect(l) <= 64 * eps);
+  double worst = 0.0;
+  const int child_depth = static_cast<int>(std::bit_width(node));  // depth of the halves
+  if (child_depth <= depth_limit) {
+    const matrix chen = l.iterated + r.iterated + l.dw * r.dw.transpose();
+    const double scale = piece.iterated.cwiseAbs().maxCoeff() + piece.dt;
+    worst = (chen - piece.iterated).cwiseAbs().maxCoeff() / scale;
+  } else {
+    CHECK(l.iterated == pl.iterated);
+    CHECK(r.iterated == pr.iterated);
+  }
+  worst = std::max(worst, check_tree(tree, plain, step, 2 * node, l, below - 1, depth_limit));
+  return std::max(worst, check_tree(tree, plain, step, 2 * node + 1, r, below - 1, depth_limit));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "stream_brownian with area_depth: Chen-consistent iterated integrals, the same increments") {
+  // k = 3, D = 4, steps of 0.3: every piece of depth ≤ 4 is the Chen combination of its halves
+  // (I_parent = I_left + I_right + ΔW_left ΔW_rightᵀ) to round-off, pieces deeper than D are drawn
+  // as with D = 0, and the increments are those of D = 0 bit for bit. The tree of a step is rebuilt
+  // identically when another step was asked for in between.
+  const int k = 3, depth = 4;
+  const double h = 0.3;
+  stream_brownian tree(random_stream(8, 2), k, levy_area_method::wiktorsson, depth);
+  stream_brownian plain(random_stream(8, 2), k);
+  CHECK(tree.area_depth() == depth);
+  double worst = 0.0;
+  for (std::uint64_t step : {0u, 5u, 3u, 5u}) {
+    noise_increment root, plain_root;
+    tree.increment(step, h, true, root);
+    plain.increment(step, h, true, plain_root);
+    CHECK(root.dw == plain_root.dw);
+    CHECK(root.has_iterated);
+    CHECK(symmetric_part_defect(root) <= 64 * eps);
+    worst = std::max(worst, check_tree(tree, plain, step, 1, root, depth + 2, depth));
+  }
+  MESSAGE("largest Chen defect (relative): " << worst);
+  CHECK(worst <= 1e-14);
+
+  // A split when the source holds another step's tree, and a step asked for twice, agree.
+  noise_increment a, b, al, ar, bl, br, other;
+  tree.increment(9, h, true, a);
+  tree.split(a, 9, 1, true, al, ar);
+  tree.increment(2, h, true, other);
+  tree.split(a, 9, 1, true, bl, br);
+  CHECK(al.iterated == bl.iterated);
+  CHECK(ar.iterated == br.iterated);
+  tree.increment(9, h, true, b);
+  CHECK(a.iterated == b.iterated);
+  // Without iterated integrals the source is the D = 0 one.
+  noise_increment c, d;
+  tree.increment(4, h, false, c);
+  plain.increment(4, h, false, d);
+  CHECK(c.dw == d.dw);
+  CHECK_FALSE(c.has_iterated);
+
+  // Bad depths are named errors; the leaves' series terms are those of a 2^D times longer step.
+  CHECK_THROWS_WITH_AS(stream_brownian(random_stream(1, 0), 2, levy_area_method::wiktorsson, 17),
+                       doctest::Contains("area_depth must be in [0, 16] (got 17)"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(stream_brownian(random_stream(1, 0), 100, levy_area_method::wiktorsson, 12),
+                       doctest::Contains("256 MiB for k = 100"), ncsde::invalid_argument);
+  CHECK(ncsde::levy_area_leaf_terms(3, 1e-3, 4, levy_area_method::wiktorsson) ==
+        ncsde::levy_area_terms(3, 16e-3, levy_area_method::wiktorsson));
+  CHECK(ncsde::levy_area_leaf_terms(3, 1e-3, 0, levy_area_method::fourier) ==
+        ncsde::levy_area_terms(3, 1e-3, levy_area_method::fourier));
+}
+
+TEST_CASE("stream_brownian with area_depth: the pieces' Lévy areas have Brownian motion's law") {
+  // k = 2, D = 6, steps of h = 1, N = 40'000 steps. For Brownian motion the Lévy area
+  // A = (I_01 − I_10)/2 of a piece of length h has E[A²] = h²/4 and E[A⁴] = 5h⁴/16 (its
+  // characteristic function is 1/cosh(λh/2)); the areas of the two halves are uncorrelated; and
+  // the area is correlated with the bridge midpoint B(h/2) = ΔW_left − ΔW/2 given the increment:
+  // Cov(B_0(h/2), A | ΔW) = (h/8)ΔW_1, so E[B_0(h/2)·A·ΔW_1] = h²/8. Drawing the halves' areas
+  // given their increments only (D = 0) loses that correlation: there the same mean is 0. All
+  // checks within 5 standard errors.
+  const int k = 2, depth = 6, n = 40'000;
+  const double h = 1.0;
+  auto area = [](const noise_increment& inc) {
+    return 0.5 * (inc.iterated(0, 1) - inc.iterated(1, 0));
+  };
+  for (const int d : {depth, 0}) {
+    stream_brownian source(random_stream(77, 1), k, levy_area_method::wiktorsson, d);
+    support::sample_mean second, fourth, half_second, halves, midpoint;
+    for (int i = 0; i < n; ++i) {
+      const auto step = static_cast<std::uint64_t>(i);
+      noise_increment root, left, right;
+      source.increment(step, h, true, root);
+      source.split(root, step, 1, true, left, right);
+      const double a = area(root);
+      second.add(a * a);
+      fourth.add(a * a * a * a);
+      half_second.add(area(left) * area(left));
+      halves.add(area(left) * area(right));
+      midpoint.add((left.dw(0) - 0.5 * root.dw(0)) * a * root.dw(1));
+    }
+    CAPTURE(d);
+    CHECK(std::abs(second.mean() - h * h / 4) <= 5 * second.stderr_of_mean());
+    CHECK(std::abs(half_second.mean() - h * h / 16) <= 5 * half_second.stderr_of_mean());
+    CHECK(std::abs(halves.mean()) <= 5 * halves.stderr_of_mean());
+    MESSAGE("area depth " << d << ": E[A^4] = " << fourth.mean() << " ± " << fourth.stderr_of_mean()
+                          << " (5/16), E[B(h/2) A dW] = " << midpoint.mean() << " ± "
+                          << midpoint.stderr_of_mean() << " (1/8 for Brownian motion)");
+    if (d == depth) {
+      CHECK(std::abs(fourth.mean() - 5 * h * h * h * h / 16) <= 5 * fourth.stderr_of_mean());
+      CHECK(std::abs(midpoint.mean() - h * h / 8) <= 5 * midpoint.stderr_of_mean());
+    } else {
+      CHECK(std::abs(midpoint.mean()) <= 5 * midpoint.stderr_of_mean());
+    }
+  }
 }
 
 TEST_CASE("brownian_grid: fine steps are stream_brownian's, coarse increments are sums") {
