@@ -1,6 +1,6 @@
 #pragma once
-/// The batched path engine: Euler–Maruyama on a group of batch_width paths at once, for SDEs with a
-/// batched form (BatchedSde, lanes.hpp). run_ensemble() uses it when ensemble_options::batched is
+/// The batched path engine: Euler–Maruyama or the commutative Milstein scheme on a group of
+/// batch_width paths at once, for SDEs with a batched form (BatchedSde, lanes.hpp). run_ensemble() uses it when ensemble_options::batched is
 /// set and the run allows it (batched_run_allowed below); every other run, and every SDE without a
 /// batched form, steps path by path (integrate.hpp), unchanged.
 ///
@@ -10,7 +10,13 @@
 ///  - each lane has its own blow-up, stop condition, symmetrisation, cone check and pd_policy, its
 ///    own counters and its own status; a lane that has stopped is masked (its row is reset to V0 and
 ///    its results kept) while the others go on, and a lane that is projected is projected alone;
-///  - the step is V + (b dt + G dW), the same operations in the same order as euler_maruyama.
+///  - the step is that of the scheme, in its operations and their order: V + (b dt + G dW) for
+///    euler_maruyama; for milstein_commutative the derivative-free form (milstein.hpp),
+///    V + ((b dt + G dW) + M) with M = (Σ_j G(Ῡ_j) I_(j,·) − G(V) Σ_j I_(j,·)) / √dt,
+///    Ῡ_j = (V + b dt) + √dt G_j, I_(j,l) = ½ dW_j dW_l − ½ dt δ_jl, the G_j = G(V) e_j formed by
+///    diffusion_lanes at the unit vectors (2k + 2 batched noise evaluations a step). The sum
+///    Σ_j I_(j,·) is taken in increasing j; the per-path stepper takes it by Eigen's reduction,
+///    which may group it otherwise, so the two agree bit for bit for k = 1 and to round-off else.
 /// So a path's result is that of the unbatched path up to the SDE's batched coefficients: when
 /// drift_lanes and diffusion_lanes perform the per-path operations in the same order (gbm, the
 /// scalar and vector examples) the results are bit-identical; otherwise (a matrix product summed in
@@ -24,7 +30,8 @@
 /// Lanes never interact, so results do not depend on the grouping, the thread count or the path
 /// range (ensemble.hpp).
 ///
-/// Not batched (these run path by path): other schemes, adaptive steps (step_control other than
+/// Not batched (these run path by path): other schemes (and milstein_commutative with the
+/// analytic derivative form: it would need a batched diffusion_derivative), adaptive steps (step_control other than
 /// fixed: lanes would no longer share a step), pd_policy refine (a refined lane would take its own
 /// sub-steps), and sources other than the default (seed, path) stream.
 #include <Eigen/Core>
@@ -36,6 +43,7 @@
 #include <exception>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "ncsde/error.hpp"
 #include "ncsde/integrate.hpp"
@@ -50,6 +58,9 @@ namespace ncsde {
 inline bool batched_run_allowed(const integrate_options& resolved) {
   return resolved.control == step_control::fixed && resolved.policy != pd_policy::refine;
 }
+
+/// The schemes the batched engine steps.
+enum class lane_scheme { euler_maruyama, milstein_commutative };
 
 namespace detail {
 
@@ -66,10 +77,10 @@ struct lane_failure {
   }
 };
 
-/// Euler–Maruyama on lane groups of an SDE S with a batched form, states of type State (a
+/// `Scheme` on lane groups of an SDE S with a batched form, states of type State (a
 /// compile-time-sized matrix or vector, or the dynamic type). One per worker thread: it holds the
 /// lane blocks and the per-lane checker.
-template <class S, class State>
+template <class S, class State, lane_scheme Scheme = lane_scheme::euler_maruyama>
 class lane_integrator {
  public:
   static constexpr state_space space = state_space_of<S>;
@@ -157,8 +168,23 @@ class lane_integrator {
       check_shape(m_drift, "drift_lanes", K);
       check_shape(m_noise, "diffusion_lanes", K);
       const lane_mask drift_ok = m_drift.isFinite().rowwise().all();
-      const lane_mask noise_ok = m_noise.isFinite().rowwise().all();
-      m_trial = m_v + (h * m_drift + m_noise);  // euler_maruyama: v += dt·b + G dW
+      lane_mask noise_ok = m_noise.isFinite().rowwise().all();
+      if constexpr (Scheme == lane_scheme::euler_maruyama) {
+        m_trial = m_v + (h * m_drift + m_noise);  // euler_maruyama: v += dt·b + G dW
+      } else {
+        try {
+          milstein_term(t, h, K);
+        } catch (...) {
+          for (int l = 0; l < lanes; ++l)
+            if (active[static_cast<std::size_t>(l)]) {
+              fail(l, std::current_exception());
+              break;
+            }
+          return;
+        }
+        noise_ok = noise_ok && m_term.isFinite().rowwise().all();
+        m_trial = m_v + ((h * m_drift + m_noise) + m_term);  // v += dt·b + G dW + M
+      }
       measure_lanes();
       if constexpr (space == state_space::psd_cone) {
         lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_factored);
@@ -208,6 +234,50 @@ class lane_integrator {
   }
 
  private:
+  /// The commutative Milstein correction M of every lane into m_term (derivative-free form, in the
+  /// per-path stepper's operations: see the top of this header), from m_v, m_drift and m_dw.
+  void milstein_term(double t, double h, Eigen::Index K) {
+    const double sqrt_h = std::sqrt(h);
+    m_unit.setZero(W, m_k);
+    m_columns.resize(static_cast<std::size_t>(m_k));
+    for (int j = 0; j < m_k; ++j) {
+      m_unit.col(j).setConstant(1.0);
+      m_columns[static_cast<std::size_t>(j)].resize(W, K);
+      m_sde.diffusion_lanes(m_v, m_unit, m_columns[static_cast<std::size_t>(j)], t);
+      m_unit.col(j).setZero();
+      check_shape(m_columns[static_cast<std::size_t>(j)], "diffusion_lanes", K);
+    }
+    m_term.setZero(W, K);
+    m_row.resize(W, m_k);
+    m_work.resize(W, K);
+    for (int j = 0; j < m_k; ++j) {
+      // Row j of I lane by lane: I_(j,l) = ½ dW_j dW_l, less ½ dt on the diagonal.
+      for (int l = 0; l < m_k; ++l) {
+        m_row.col(l) = 0.5 * m_dw.col(j) * m_dw.col(l);
+        if (l == j) m_row.col(l) -= 0.5 * h;
+      }
+      m_support = m_v + h * m_drift + sqrt_h * m_columns[static_cast<std::size_t>(j)];
+      m_sde.diffusion_lanes(m_support, m_row, m_work, t);
+      check_shape(m_work, "diffusion_lanes", K);
+      m_term += m_work;
+    }
+    // Σ_j I_(j,l), in increasing j.
+    for (int l = 0; l < m_k; ++l) {
+      m_column = 0.5 * m_dw.col(0) * m_dw.col(l);
+      if (l == 0) m_column -= 0.5 * h;
+      for (int j = 1; j < m_k; ++j) {
+        lane_column x = 0.5 * m_dw.col(j) * m_dw.col(l);
+        if (l == j) x -= 0.5 * h;
+        m_column += x;
+      }
+      m_row.col(l) = m_column;
+    }
+    m_sde.diffusion_lanes(m_v, m_row, m_work, t);
+    check_shape(m_work, "diffusion_lanes", K);
+    m_term -= m_work;
+    m_term /= sqrt_h;
+  }
+
   /// Lane l of `block` as a state.
   State lane_state(const lane_block& block, int l) const {
     State x(m_rows, m_cols);
@@ -313,6 +383,9 @@ class lane_integrator {
   long long m_first = 0;
   Eigen::Index m_rows = 0, m_cols = 0;
   lane_block m_v, m_trial, m_drift, m_noise, m_z, m_dw, m_factor;
+  // The commutative Milstein scheme's workspaces.
+  lane_block m_unit, m_term, m_row, m_work, m_support;
+  std::vector<lane_block> m_columns;
   lane_mask m_factored = lane_mask::Constant(false);
   lane_column m_asymmetry = lane_column::Zero(), m_size = lane_column::Zero();
   lane_column m_nonfinite = lane_column::Zero(), m_column = lane_column::Zero();

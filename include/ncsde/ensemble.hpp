@@ -31,6 +31,7 @@
 #include "ncsde/state_space.hpp"
 #include "ncsde/statistics.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
+#include "ncsde/steppers/milstein.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde {
@@ -68,7 +69,8 @@ struct ensemble_options {
   progress_mode progress = progress_mode::automatic;
   int block_size = 64;  ///< paths per reduction block (fixed: part of the reproducibility contract)
   /// Step lane groups of batch_width paths at once (batched.hpp) when the run allows it: the
-  /// Euler–Maruyama scheme, an SDE with a batched form (BatchedSde), the default (seed, path)
+  /// Euler–Maruyama scheme or the commutative Milstein scheme in its derivative-free form, an SDE
+  /// with a batched form (BatchedSde), the default (seed, path)
   /// streams, fixed steps and a pd_policy other than refine. Otherwise, and by default, paths are
   /// stepped one by one. A batched path's numbers are the unbatched path's up to the round-off of
   /// the SDE's batched coefficients (bit-identical when they compute in the same order); like
@@ -311,16 +313,36 @@ class ensemble_worker {
   matrix m_dynamic;      ///< the state as a matrix for the functionals (non-matrix states only)
 };
 
-/// Stepper is an Euler–Maruyama scheme (on any state type).
+/// The batched engine's form of Stepper (batched.hpp), if it has one: Euler–Maruyama, and the
+/// commutative Milstein scheme in its derivative-free form.
 template <class Stepper>
-inline constexpr bool is_euler_maruyama = false;
+inline constexpr std::optional<lane_scheme> lane_scheme_of = std::nullopt;
 template <class State>
-inline constexpr bool is_euler_maruyama<euler_maruyama<State>> = true;
+inline constexpr std::optional<lane_scheme> lane_scheme_of<euler_maruyama<State>> =
+    lane_scheme::euler_maruyama;
+template <class State>
+inline constexpr std::optional<lane_scheme> lane_scheme_of<milstein_commutative<State>> =
+    lane_scheme::milstein_commutative;
+
+/// The stepper (stepping Fixed states of S) takes the batched engine: a scheme with a lane form,
+/// and for milstein_commutative the derivative-free form (automatic resolves to it for an SDE
+/// without diffusion_derivative).
+template <class Stepper, class S, class Fixed>
+bool lane_form_applies(const Stepper& stepper) {
+  if constexpr (lane_scheme_of<Stepper> == lane_scheme::milstein_commutative) {
+    const milstein_derivative form = stepper.derivative_form();
+    return form == milstein_derivative::derivative_free ||
+           (form == milstein_derivative::automatic && !SdeWithDiffusionDerivative<S, Fixed>);
+  } else {
+    (void)stepper;
+    return lane_scheme_of<Stepper>.has_value();
+  }
+}
 
 /// Per-thread worker of a batched ensemble (batched.hpp): the paths of a block in lane groups of
 /// batch_width, each lane on its (seed, path) stream, stepped as Fixed; a run_block worker of the
 /// executor. The lowest failing path of a group ends the block with its error (path_failure).
-template <class S, class State, class Fixed>
+template <class S, class State, class Fixed, lane_scheme Scheme>
 class batched_ensemble_worker {
  public:
   using block_type = block_result;
@@ -357,7 +379,7 @@ class batched_ensemble_worker {
  private:
   const context& m_c;
   Fixed m_v0;
-  lane_integrator<S, Fixed> m_lanes;
+  lane_integrator<S, Fixed, Scheme> m_lanes;
   std::array<basic_path_result<Fixed>, batch_width> m_results;
   ensemble_path m_path;
   matrix m_dynamic;
@@ -421,9 +443,10 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   auto reduce = [&](const block_info&, block_result&& b) { out.blocks.push_back(std::move(b)); };
   visit_state_type<Stepper, S, State>(
       v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
-        if constexpr (BatchedSde<S> && is_euler_maruyama<Stepper>) {
-          if (default_stream && opt.batched && batched_run_allowed(resolved)) {
-            using worker = batched_ensemble_worker<S, State, Fixed>;
+        if constexpr (BatchedSde<S> && lane_scheme_of<Stepper>.has_value()) {
+          if (default_stream && opt.batched && batched_run_allowed(resolved) &&
+              lane_form_applies<Stepper, S, Fixed>(stepper)) {
+            using worker = batched_ensemble_worker<S, State, Fixed, *lane_scheme_of<Stepper>>;
             const typename worker::context c{
                 prob.sde, v0, grid, resolved, opt, layout, prob.sde.noise_dimension(run.m)};
             run.seconds = execute(
