@@ -1,0 +1,25 @@
+"""ncsde: stochastic numerics for matrix-valued SDEs (neural covariance SDEs) from Python.
+
+    import ncsde
+    sde = ncsde.models.covariance_sde("transformer", gamma2=0.5, tau0=1.0)
+    r = ncsde.simulate(sde, [[1.0, 0.5], [0.5, 1.0]], T=1.0, dt=1e-3, paths=10_000, seed=1)
+    r.terminal            # (paths, m, m): the states at T ∧ τ
+    r.status, r.t_stop    # per path: "completed" | "blown_up" | "stopped", and the stopping time
+
+User SDEs in Python: ncsde.PythonSde(drift=f, noise_map=g, noise_dimension=k, state_space=...).
+The numbers are the C++ library's: a run with the same seed is bit-identical to
+`ncsde simulate ... --seed` (same model, V0, T, dt, paths, scheme, policy).
+"""
+
+from . import models
+from ._core import EvaluationError, PdViolation, PythonSde, Result, __version__, simulate
+
+__all__ = [
+    "EvaluationError",
+    "PdViolation",
+    "PythonSde",
+    "Result",
+    "__version__",
+    "models",
+    "simulate",
+]
