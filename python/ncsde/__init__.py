@@ -7,12 +7,22 @@
     r.status, r.t_stop    # per path: "completed" | "blown_up" | "stopped", and the stopping time
 
 User SDEs in Python: ncsde.PythonSde(drift=f, noise_map=g, noise_dimension=k, state_space=...).
+Measured orders: ncsde.convergence(...) (as `ncsde convergence`), drawn by ncsde.plots.convergence.
 The numbers are the C++ library's: a run with the same seed is bit-identical to
 `ncsde simulate ... --seed` (same model, V0, T, dt, paths, scheme, policy).
 """
 
-from . import models
-from ._core import EvaluationError, PdViolation, PythonSde, Result, __version__, simulate
+from . import models, plots
+from ._core import (
+    EvaluationError,
+    PdViolation,
+    PythonSde,
+    Result,
+    __version__,
+    convergence,
+    convergence_problems,
+    simulate,
+)
 
 __all__ = [
     "EvaluationError",
@@ -20,6 +30,9 @@ __all__ = [
     "PythonSde",
     "Result",
     "__version__",
+    "convergence",
+    "convergence_problems",
     "models",
+    "plots",
     "simulate",
 ]

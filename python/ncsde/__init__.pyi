@@ -5,6 +5,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import models as models
+from . import plots as plots
 from .models import CovarianceSde
 
 __version__: str
@@ -133,3 +134,23 @@ def simulate(
 ) -> Result:
     """paths paths of sde from V0 on [0, T]; path p on the random stream (seed, p). Bit-identical to
     `ncsde simulate` with the same arguments; releases the GIL; Ctrl-C raises KeyboardInterrupt."""
+
+def convergence_problems() -> list[dict[str, str]]:
+    """The problems of convergence (name, description)."""
+
+def convergence(
+    problems: str | Sequence[str] | None = None,
+    schemes: str | Sequence[str] | None = None,
+    *,
+    kind: Literal["both", "strong", "weak"] = "both",
+    paths: int = 0,
+    levels: int = 0,
+    first_level: int = -1,
+    seed: int = 1,
+    threads: int | None = None,
+    strong_tolerance: float = 0.05,
+    weak_tolerance: float = 0.1,
+) -> list[dict[str, Any]]:
+    """Measured strong/weak orders as `ncsde convergence`: one dict per series (problem, scheme,
+    kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, paths, seed, dts, errors,
+    errors_stderr, cone_exits, failed_paths, error_measure, reference, functional, seconds)."""

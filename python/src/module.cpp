@@ -99,4 +99,5 @@ PYBIND11_MODULE(_core, m) {
   bind_models(models);
   bind_python_sde(m);
   bind_simulate(m);
+  bind_convergence(m);
 }

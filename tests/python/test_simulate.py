@@ -180,3 +180,29 @@ def test_bad_initial_states_are_refused():
         ncsde.simulate("mlp", V0, 1.0)
     with pytest.raises(ValueError, match="T"):
         ncsde.simulate(sde, V0, -1.0, paths=4)
+
+
+def test_convergence_matches_the_cli(ncsde_program):
+    """ncsde.convergence and `ncsde convergence --format json` give the same series, bit for bit
+    (orders, errors and their standard errors), on gbm's strong errors with 500 paths."""
+    done = subprocess.run([ncsde_program, "convergence", "--problem", "gbm", "--kind", "strong",
+                           "--paths", "500", "--seed", "3", "--format", "json"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    cli = json.loads(done.stdout)
+    py = ncsde.convergence("gbm", kind="strong", paths=500, seed=3)
+    assert [s["scheme"] for s in py] == [s["scheme"] for s in cli] and len(py) == 4
+    for a, b in zip(py, cli):
+        assert a["order"] == b["order"] and a["stderr"] == b["stderr"]
+        assert a["errors"].tolist() == b["errors"] and a["dts"].tolist() == b["dts"]
+        assert a["pass"] == b["pass"] and a["expected"] == b["expected"]
+
+
+def test_convergence_arguments_are_checked():
+    with pytest.raises(ValueError, match=r"problem must be one of gbm, .*\(got heat\)"):
+        ncsde.convergence("heat")
+    with pytest.raises(ValueError, match=r"kind must be one of both, strong, weak \(got orders\)"):
+        ncsde.convergence("gbm", kind="orders")
+    with pytest.raises(ValueError, match="rk4"):
+        ncsde.convergence("gbm", "rk4")
+    assert [p["name"] for p in ncsde.convergence_problems()][:1] == ["gbm"]

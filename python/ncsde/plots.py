@@ -1,0 +1,31 @@
+"""Plots of ncsde's results on a matplotlib Axes (matplotlib is imported by the caller, not here).
+
+    fig, ax = plt.subplots()
+    ncsde.plots.convergence(ncsde.convergence("gbm", kind="strong"), ax)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+
+def convergence(series: Iterable[dict[str, Any]], ax, *, kind: str | None = None,
+                problem: str | None = None):
+    """Error against dt on log-log axes, one line per series of ncsde.convergence (optionally only
+    of `kind` and `problem`), with ±2 standard-error bars and the measured order ± its standard
+    error and the declared order in the legend. Returns ax."""
+    chosen = [s for s in series
+              if (kind is None or s["kind"] == kind) and (problem is None or s["problem"] == problem)]
+    if not chosen:
+        raise ValueError(f"plots.convergence: no series of kind={kind!r}, problem={problem!r}")
+    for s in chosen:
+        label = (f"{s['problem']} {s['scheme']} {s['kind']}: {s['order']:.3f} ± {s['stderr']:.3f}"
+                 f" (expected {s['expected']:g})")
+        ax.errorbar(s["dts"], s["errors"], yerr=2 * s["errors_stderr"], marker="o", ms=3,
+                    capsize=2, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("dt")
+    ax.set_ylabel("error")
+    ax.legend(fontsize="small")
+    return ax
