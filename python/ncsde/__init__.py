@@ -7,6 +7,7 @@
     r.status, r.t_stop    # per path: "completed" | "blown_up" | "stopped", and the stopping time
 
 User SDEs in Python: ncsde.PythonSde(drift=f, noise_map=g, noise_dimension=k, state_space=...).
+Finite networks: ncsde.sample_networks(model, V0, n, d, ...) (as `ncsde sample-network`).
 Measured orders: ncsde.convergence(...) (as `ncsde convergence`), drawn by ncsde.plots.convergence.
 The numbers are the C++ library's: a run with the same seed is bit-identical to
 `ncsde simulate ... --seed` (same model, V0, T, dt, paths, scheme, policy).
@@ -21,6 +22,7 @@ from ._core import (
     __version__,
     convergence,
     convergence_problems,
+    sample_networks,
     simulate,
 )
 
@@ -34,5 +36,6 @@ __all__ = [
     "convergence_problems",
     "models",
     "plots",
+    "sample_networks",
     "simulate",
 ]

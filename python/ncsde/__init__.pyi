@@ -154,3 +154,21 @@ def convergence(
     """Measured strong/weak orders as `ncsde convergence`: one dict per series (problem, scheme,
     kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, paths, seed, dts, errors,
     errors_stderr, cone_exits, failed_paths, error_measure, reference, functional, seconds)."""
+
+def sample_networks(
+    model: CovarianceSde,
+    V0: npt.ArrayLike,
+    n: int,
+    d: int,
+    *,
+    networks: int = 1000,
+    sampler: str | None = None,
+    n_k: int | None = None,
+    attention: Literal["shaped", "unshaped"] = "shaped",
+    seed: int = 1,
+    threads: int | None = None,
+    depths: Sequence[int] | None = None,
+    stop_level: float | None = None,
+) -> dict[str, Any]:
+    """Finite networks of width n, depth d (as `ncsde sample-network`): V (networks, len(depths),
+    m, m), stopped_V (networks, m, m), status, stop_layer, t_stop, depths and counts."""

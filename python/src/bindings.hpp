@@ -28,6 +28,7 @@ using double_array = py::array_t<double, py::array::c_style | py::array::forceca
 
 void bind_convergence(py::module_& m);
 void bind_models(py::module_& m);
+void bind_networks(py::module_& m);
 void bind_python_sde(py::module_& m);
 void bind_simulate(py::module_& m);
 

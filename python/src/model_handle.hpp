@@ -15,6 +15,9 @@ struct model_handle {
   models::model_instance sde;
   /// Every parameter (defaults filled in), by its Python name, in the registry's order.
   std::vector<std::pair<std::string, models::parameter_value>> params;
+  /// The registry entry and the complete values (for the model's finite networks).
+  const models::model_entry* entry = nullptr;
+  models::parameter_values values;
 };
 
 /// The model `name` with keyword parameters; ValueError naming the parameter and the value.

@@ -128,10 +128,9 @@ model_handle make_model_handle(const std::string& name, const py::dict& kwargs) 
                                         entry.name(), k, entry.name(), parameter_list(entry)));
     given.set(p->name, convert(entry, *p, value));
   }
-  model_handle h{entry.make(given), {}};
-  const models::parameter_values values = entry.complete(given);
+  model_handle h{entry.make(given), {}, &entry, entry.complete(given)};
   for (const models::parameter& p : entry.info.parameters)
-    h.params.emplace_back(python_name(p), values.items().find(p.name)->second);
+    h.params.emplace_back(python_name(p), h.values.items().find(p.name)->second);
   return h;
 }
 

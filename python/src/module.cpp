@@ -100,4 +100,5 @@ PYBIND11_MODULE(_core, m) {
   bind_python_sde(m);
   bind_simulate(m);
   bind_convergence(m);
+  bind_networks(m);
 }
