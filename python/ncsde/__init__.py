@@ -7,6 +7,7 @@
     r.status, r.t_stop    # per path: "completed" | "blown_up" | "stopped", and the stopping time
 
 User SDEs in Python: ncsde.PythonSde(drift=f, noise_map=g, noise_dimension=k, state_space=...).
+Blow-up laws: ncsde.blowup_curve(result) (as `ncsde blowup`), drawn by ncsde.plots.blowup.
 Finite networks: ncsde.sample_networks(model, V0, n, d, ...) (as `ncsde sample-network`).
 Measured orders: ncsde.convergence(...) (as `ncsde convergence`), drawn by ncsde.plots.convergence.
 The numbers are the C++ library's: a run with the same seed is bit-identical to
@@ -14,6 +15,7 @@ The numbers are the C++ library's: a run with the same seed is bit-identical to
 """
 
 from . import models, plots
+from .blowup import blowup_curve
 from ._core import (
     EvaluationError,
     PdViolation,
@@ -32,6 +34,7 @@ __all__ = [
     "PythonSde",
     "Result",
     "__version__",
+    "blowup_curve",
     "convergence",
     "convergence_problems",
     "models",

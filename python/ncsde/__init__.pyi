@@ -172,3 +172,7 @@ def sample_networks(
 ) -> dict[str, Any]:
     """Finite networks of width n, depth d (as `ncsde sample-network`): V (networks, len(depths),
     m, m), stopped_V (networks, m, m), status, stop_layer, t_stop, depths and counts."""
+
+def blowup_curve(result: Result, grid: int = 50) -> dict[str, np.ndarray]:
+    """P(τ ≤ t_i) at t_i = t0 + (T − t0)·i/grid: arrays t, blown_up, p, stderr, wilson_lower,
+    wilson_upper (the numbers of `ncsde blowup --grid`)."""

@@ -29,3 +29,20 @@ def convergence(series: Iterable[dict[str, Any]], ax, *, kind: str | None = None
     ax.set_ylabel("error")
     ax.legend(fontsize="small")
     return ax
+
+
+def blowup(result, ax, *, grid: int = 50, label: str | None = None):
+    """P(τ ≤ t) of an ncsde.Result against t with its 95% Wilson band (ncsde.blowup_curve). Returns
+    ax."""
+    from .blowup import blowup_curve
+
+    c = blowup_curve(result, grid)
+    line, = ax.step(c["t"], c["p"], where="post",
+                    label=label or f"P(τ ≤ t), {result.paths} paths, {result.scheme}")
+    ax.fill_between(c["t"], c["wilson_lower"], c["wilson_upper"], step="post", alpha=0.25,
+                    color=line.get_color(), label="95% Wilson interval")
+    ax.set_xlabel("t")
+    ax.set_ylabel("P(τ ≤ t)")
+    ax.set_ylim(0, max(0.05, float(c["wilson_upper"].max()) * 1.1))
+    ax.legend(fontsize="small")
+    return ax

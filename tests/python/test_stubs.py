@@ -4,6 +4,7 @@ every stub names something that exists, with the same parameters for the functio
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 import ncsde
@@ -23,7 +24,13 @@ def parameter_names(node: ast.FunctionDef) -> list[str]:
 
 
 def runtime_parameter_names(f) -> list[str] | None:
-    """The parameters pybind11 writes into the first line of a function's docstring."""
+    """A Python function's parameters, or those pybind11 writes into the first line of a compiled
+    function's docstring."""
+    try:
+        return [p.name for p in inspect.signature(f).parameters.values()
+                if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    except ValueError:  # a compiled function: no signature
+        pass
     doc = (f.__doc__ or "").splitlines()
     if not doc or "(" not in doc[0]:
         return None
