@@ -8,6 +8,7 @@
 
 User SDEs in Python: ncsde.PythonSde(drift=f, noise_map=g, noise_dimension=k, state_space=...).
 Blow-up laws: ncsde.blowup_curve(result) (as `ncsde blowup`), drawn by ncsde.plots.blowup.
+Rank collapse: ncsde.rank_collapse(model) (as `ncsde rank-collapse`), ncsde.plots.rank_collapse.
 Finite networks: ncsde.sample_networks(model, V0, n, d, ...) (as `ncsde sample-network`).
 Measured orders: ncsde.convergence(...) (as `ncsde convergence`), drawn by ncsde.plots.convergence.
 The numbers are the C++ library's: a run with the same seed is bit-identical to
@@ -16,6 +17,7 @@ The numbers are the C++ library's: a run with the same seed is bit-identical to
 
 from . import models, plots
 from .blowup import blowup_curve
+from .rank_collapse import rank_collapse
 from ._core import (
     EvaluationError,
     PdViolation,
@@ -39,6 +41,7 @@ __all__ = [
     "convergence_problems",
     "models",
     "plots",
+    "rank_collapse",
     "sample_networks",
     "simulate",
 ]

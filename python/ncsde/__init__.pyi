@@ -176,3 +176,19 @@ def sample_networks(
 def blowup_curve(result: Result, grid: int = 50) -> dict[str, np.ndarray]:
     """P(τ ≤ t_i) at t_i = t0 + (T − t0)·i/grid: arrays t, blown_up, p, stderr, wilson_lower,
     wilson_upper (the numbers of `ncsde blowup --grid`)."""
+
+def rank_collapse(
+    model: CovarianceSde,
+    V0: npt.ArrayLike | None = None,
+    *,
+    n: int = 128,
+    d: int = 512,
+    networks: int = 200,
+    sampler: str | None = None,
+    n_k: int | None = None,
+    seed: int = 1,
+    threads: int | None = None,
+) -> dict[str, Any]:
+    """Unshaped against shaped attention in finite networks (as `ncsde rank-collapse`): depth, t
+    and per form the arrays mean_rho, mean_rho_stderr, lambda_median, lambda_q25, lambda_q75,
+    networks."""

@@ -46,3 +46,25 @@ def blowup(result, ax, *, grid: int = 50, label: str | None = None):
     ax.set_ylim(0, max(0.05, float(c["wilson_upper"].max()) * 1.1))
     ax.legend(fontsize="small")
     return ax
+
+
+def rank_collapse(table: dict[str, Any], ax_rho, ax_lambda=None):
+    """The table of ncsde.rank_collapse: mean ρ̄ (±2 SE) against t = depth/n on ax_rho and, when
+    given, the median of λ_min(V)/(tr V/m) with its quartiles on ax_lambda. Returns ax_rho."""
+    t = table["t"]
+    for form in ("unshaped", "shaped"):
+        s = table[form]
+        ax_rho.errorbar(t, s["mean_rho"], yerr=2 * s["mean_rho_stderr"], marker="o", ms=2,
+                        capsize=1, label=f"{form} attention")
+        if ax_lambda is not None:
+            line, = ax_lambda.plot(t, s["lambda_median"], label=f"{form} attention")
+            ax_lambda.fill_between(t, s["lambda_q25"], s["lambda_q75"], alpha=0.25,
+                                   color=line.get_color())
+    ax_rho.set_xlabel("t = depth / n")
+    ax_rho.set_ylabel("mean ρ")
+    ax_rho.legend(fontsize="small")
+    if ax_lambda is not None:
+        ax_lambda.set_xlabel("t = depth / n")
+        ax_lambda.set_ylabel("λ_min(V) / (tr V / m)")
+        ax_lambda.legend(fontsize="small")
+    return ax_rho
