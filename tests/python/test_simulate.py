@@ -143,8 +143,9 @@ def test_runs_release_the_gil():
     stop.set()
     t.join()
     assert r.completed + r.blown_up == 4000
-    # With the GIL held the thread could not tick at all; released, it ticks about once per ms.
-    assert elapsed > 0.05 and during >= 0.2 * elapsed * 1000 * 0.5
+    # With the GIL held the thread could not tick at all; released, it ticks about once per ms
+    # (asked: at least once per 10 ms of the run, room for a loaded machine).
+    assert elapsed > 0.05 and during >= elapsed / 0.010
 
 
 @pytest.mark.parametrize(
