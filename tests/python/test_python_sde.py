@@ -286,3 +286,15 @@ def test_every_scheme_policy_and_step_control_takes_a_python_sde(space):
                 b = ncsde.simulate(single, np.eye(2), 0.2, **kwargs)
                 assert a.completed == 9 and a.scheme == scheme
                 assert np.array_equal(a.terminal, b.terminal), (scheme, policy, control)
+
+
+def test_leaving_the_cone_under_policy_throw_is_a_pd_violation():
+    """dV = −10 V dt from I with dt = 0.2 steps to −I: outside the cone at the first step."""
+    sde = ncsde.PythonSde(drift=lambda v, t: -10.0 * v, noise_map=lambda v, xi, t: 0.0 * v,
+                          noise_dimension=1, state_space="psd_cone")
+    with pytest.raises(ncsde.PdViolation, match=r"path 0 left the positive-semidefinite cone at "
+                                                r"step 0, t = 0.2 \(smallest eigenvalue -1\)"):
+        ncsde.simulate(sde, np.eye(2), 1.0, dt=0.2, paths=8, policy="throw")
+    # The default policy on the cone projects, and counts it.
+    r = ncsde.simulate(sde, np.eye(2), 1.0, dt=0.2, paths=8)
+    assert r.pd["projected"] == r.pd["violations"] > 0 and np.all(r.terminal == 0.0)
