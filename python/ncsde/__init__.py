@@ -26,6 +26,7 @@ from ._core import (
     __version__,
     convergence,
     convergence_problems,
+    ks_two_sample,
     sample_networks,
     simulate,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "blowup_curve",
     "convergence",
     "convergence_problems",
+    "ks_two_sample",
     "models",
     "plots",
     "rank_collapse",

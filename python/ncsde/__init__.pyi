@@ -192,3 +192,6 @@ def rank_collapse(
     """Unshaped against shaped attention in finite networks (as `ncsde rank-collapse`): depth, t
     and per form the arrays mean_rho, mean_rho_stderr, lambda_median, lambda_q25, lambda_q75,
     networks."""
+
+def ks_two_sample(a: npt.ArrayLike, b: npt.ArrayLike) -> dict[str, float | int]:
+    """Two-sample Kolmogorov–Smirnov test (the library's): distance, p_value, n1, n2."""

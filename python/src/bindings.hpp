@@ -31,6 +31,7 @@ void bind_models(py::module_& m);
 void bind_networks(py::module_& m);
 void bind_python_sde(py::module_& m);
 void bind_simulate(py::module_& m);
+void bind_statistics(py::module_& m);
 
 /// Thrown inside a run when its cancellation flag is set (the caller raises the KeyboardInterrupt
 /// that set it); never reaches Python.

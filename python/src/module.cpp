@@ -101,4 +101,5 @@ PYBIND11_MODULE(_core, m) {
   bind_simulate(m);
   bind_convergence(m);
   bind_networks(m);
+  bind_statistics(m);
 }
