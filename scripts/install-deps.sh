@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ncsde needs to build, test and plot (python3 also runs the
-# command-line tests, tests/cli, with its standard library only).
+# command-line tests, tests/cli, with its standard library only), and the Python module's (python3-dev
+# and pybind11-dev to build it, python3-pytest for its tests, tests/python).
 #   scripts/install-deps.sh               the build, the tests and the plots
 #   scripts/install-deps.sh --sanitizers  also Clang and its sanitizer and libFuzzer runtimes, for
 #                                         scripts/test_sanitizers.sh (the fuzz preset), and
@@ -14,6 +15,7 @@ packages=(
   librandom123-dev libcli11-dev nlohmann-json3-dev libhwy-dev
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-matplotlib
+  python3-dev pybind11-dev python3-pytest
 )
 case "${1:-}" in
   "") ;;

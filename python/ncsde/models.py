@@ -1,0 +1,16 @@
+"""The model registry's covariance SDEs: ncsde.models.covariance_sde(name, **params).
+
+    sde = ncsde.models.covariance_sde("attention", tau0=0.5, gamma2=1.0, heads=2, causal=True)
+    sde.drift(V)                    # (m, m)
+    sde.diffusion_covariance(V)     # (m, m, m, m): Cov(dV^ab, dV^cd) / dt
+    ncsde.models.list()             # every model with its parameters (name, kind, default, domain)
+"""
+
+from ._core import models as _models
+
+CovarianceSde = _models.CovarianceSde
+covariance_sde = _models.covariance_sde
+list = _models.list  # noqa: A001 (the registry's listing, as ncsde.models.list())
+names = _models.names
+
+__all__ = ["CovarianceSde", "covariance_sde", "list", "names"]

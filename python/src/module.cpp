@@ -1,0 +1,105 @@
+// The extension ncsde._core: the version, the library's exception types as Python ones, and the
+// binders of models.cpp, python_sde.cpp and simulate.cpp. The package ncsde (python/ncsde) re-exports
+// it.
+#include <pybind11/pybind11.h>
+
+#include <fmt/format.h>
+
+#include "bindings.hpp"
+#include "ncsde/error.hpp"
+
+namespace ncsde::python {
+
+void gil_hold::keep_thread_state() {
+  // One extra PyGILState_Ensure per thread, released when the thread ends: the thread state then
+  // outlives every gil_hold of the thread.
+  struct keeper {
+    bool kept = false;
+    ~keeper() {
+      if (!kept || !Py_IsInitialized()) return;
+      const PyGILState_STATE s = PyGILState_Ensure();  // takes the GIL
+      PyGILState_Release(PyGILState_LOCKED);           // the keeping Ensure (keeps the GIL)
+      PyGILState_Release(s);  // the last: deletes the thread state, releases the GIL
+    }
+  };
+  thread_local keeper k;
+  if (!k.kept) {
+    PyGILState_Ensure();  // the GIL is held: only counts
+    k.kept = true;
+  }
+}
+
+double_array as_double_array(const py::handle& object, std::string_view where,
+                             std::string_view param) {
+  double_array a = double_array::ensure(object);
+  if (!a)
+    throw py::type_error(fmt::format("{}: {} must be an array of real numbers (got {})", where,
+                                     param, py::repr(object).cast<std::string>()));
+  return a;
+}
+
+std::string shape_text(const std::vector<py::ssize_t>& shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+matrix as_matrix(const py::handle& object, std::string_view where, std::string_view param) {
+  const double_array a = as_double_array(object, where, param);
+  if (a.ndim() != 2)
+    throw py::value_error(
+        fmt::format("{}: {} must be a 2-D array (got shape {})", where, param,
+                    shape_text(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()))));
+  const auto x = a.unchecked<2>();
+  matrix out(x.shape(0), x.shape(1));
+  for (py::ssize_t i = 0; i < x.shape(0); ++i)
+    for (py::ssize_t j = 0; j < x.shape(1); ++j) out(i, j) = x(i, j);
+  return out;
+}
+
+py::array_t<double> to_array(const matrix& x) {
+  py::array_t<double> out({x.rows(), x.cols()});
+  auto o = out.mutable_unchecked<2>();
+  for (Eigen::Index i = 0; i < x.rows(); ++i)
+    for (Eigen::Index j = 0; j < x.cols(); ++j) o(i, j) = x(i, j);
+  return out;
+}
+
+}  // namespace ncsde::python
+
+PYBIND11_MODULE(_core, m) {
+  namespace py = pybind11;
+  using namespace ncsde::python;
+  m.doc() = "ncsde's compiled core (use the package ncsde, which re-exports it).";
+  m.attr("__version__") = NCSDE_VERSION;
+
+  // ncsde::invalid_argument derives from std::invalid_argument: pybind11 raises ValueError for it,
+  // with the library's message ("<where>: <param> must be <rule> (got <value>)").
+  static py::exception<ncsde::evaluation_error> evaluation_error(m, "EvaluationError",
+                                                                 PyExc_RuntimeError);
+  static py::exception<ncsde::pd_violation> pd_violation(m, "PdViolation", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ncsde::evaluation_error& e) {
+      evaluation_error(e.what());
+    } catch (const ncsde::pd_violation& e) {
+      pd_violation(e.what());
+    } catch (const run_cancelled&) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+    }
+  });
+  m.attr("EvaluationError").attr("__doc__") =
+      "A drift or noise map returned a non-finite value, or a non-symmetric matrix on a symmetric "
+      "or cone state space, at a finite state (the message names the path, step and time).";
+  m.attr("PdViolation").attr("__doc__") =
+      "A step left the positive-semidefinite cone under policy='throw' (the message names the "
+      "path, step, time and smallest eigenvalue).";
+
+  py::module_ models = m.def_submodule("models", "The model registry's covariance SDEs.");
+  bind_models(models);
+  bind_python_sde(m);
+  bind_simulate(m);
+  bind_convergence(m);
+  bind_networks(m);
+  bind_statistics(m);
+}

@@ -1,0 +1,233 @@
+"""ncsde.simulate on registry models: shapes and dtypes, bit-identity with the `ncsde simulate`
+program and across thread counts, the GIL released during runs, and argument errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ncsde
+
+V0 = np.array([[1.0, 0.5], [0.5, 1.0]])
+V0_TEXT = "1,0.5;0.5,1"
+
+
+def test_result_shapes_and_dtypes():
+    sde = ncsde.models.covariance_sde("transformer")
+    r = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=50, seed=4, save_times=[0.0, 0.5, 1.0])
+    assert r.terminal.shape == (50, 2, 2) and r.terminal.dtype == np.float64
+    assert r.saved.shape == (50, 3, 2, 2) and r.saved.dtype == np.float64
+    assert r.status.shape == (50,) and r.status.dtype.kind == "U"
+    assert r.t_stop.shape == (50,) and r.t_stop.dtype == np.float64
+    assert r.state_shape == (2, 2)
+    assert set(r.status) <= {"completed", "blown_up", "stopped"}
+    assert r.paths == 50 and r.completed + r.blown_up + r.stopped == 50
+    assert (r.scheme, r.seed, r.T, r.dt) == ("em", 4, 1.0, 0.01)
+    assert r.coordinates == ["V11", "V12", "V22"]
+    # Every path starts at V0 and a completed one ends at T.
+    assert np.array_equal(r.saved[:, 0], np.broadcast_to(V0, (50, 2, 2)))
+    assert np.all(r.t_stop[r.status == "completed"] == 1.0)
+    # States are exactly symmetric on the cone.
+    assert np.array_equal(r.terminal, r.terminal.transpose(0, 2, 1))
+    # The summaries are the library's: the mean over completed paths, the functionals of the CLI.
+    done = r.terminal[r.status == "completed"]
+    assert np.allclose(r.terminal_mean, done.mean(axis=0), rtol=1e-12, atol=1e-14)
+    assert set(r.functionals) == {"rho12", "V11", "V22"}
+    assert r.functionals["rho12"]["completed"].shape == (7,)
+    assert json.loads(r.summary_json())["paths"] == 50
+    for key in ("violations", "projected", "boundary", "paths_with_violations"):
+        assert isinstance(r.pd[key], int)
+
+
+def test_summaries_only_without_keep_paths():
+    r = ncsde.simulate(ncsde.models.covariance_sde("mlp"), V0, 0.5, dt=0.01, paths=20,
+                       keep_paths=False)
+    assert r.terminal is None and r.status is None and r.saved is None and r.t_stop is None
+    assert r.completed == 20 and r.terminal_mean.shape == (2, 2)
+
+
+def test_threads_do_not_change_a_single_bit():
+    sde = ncsde.models.covariance_sde("attention", tau0=0.5, gamma2=1.0)
+    one = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=300, seed=9, threads=1)
+    two = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=300, seed=9, threads=2)
+    assert np.array_equal(one.terminal, two.terminal, equal_nan=True)
+    assert np.array_equal(one.t_stop, two.t_stop) and np.array_equal(one.status, two.status)
+    other_seed = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=300, seed=10, threads=1)
+    assert not np.array_equal(one.terminal, other_seed.terminal)
+
+
+def _cli_run(program, tmp_path, flags):
+    out = tmp_path / "paths.csv"
+    done = subprocess.run([program, "simulate", *flags, "--format", "json", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return json.loads(done.stdout), rows
+
+
+def _without_timing(summary):
+    return {k: v for k, v in summary.items() if k not in ("seconds", "threads")}
+
+
+@pytest.mark.parametrize(
+    "model, params, flags, options",
+    [
+        ("transformer", {}, [], {}),
+        # Blow-ups (strong attention explodes before T = 2 on a good fraction of paths).
+        ("attention", dict(tau0=0.5, gamma2=1.0),
+         ["--tau0", "0.5", "--gamma2", "1"], dict(T=2.0)),
+        ("mlp", dict(c_plus=0.5, c_minus=-0.5),
+         ["--c-plus", "0.5", "--c-minus", "-0.5", "--scheme", "milstein", "--stop-level", "1.3",
+          "--pd-policy", "count"],
+         dict(scheme="milstein", stop_level=1.3, policy="count")),
+        ("resnet", dict(gamma2=0.5), ["--gamma2", "0.5", "--batched", "--scheme",
+                                       "predictor-corrector"],
+         dict(batched=True, scheme="predictor-corrector")),
+        ("shaped-tanh", dict(a=0.7, activation="swish"),
+         ["--a", "0.7", "--activation", "swish", "--scheme", "milstein-commutative"],
+         dict(scheme="milstein-commutative")),
+    ],
+)
+def test_bit_identical_to_the_cli(ncsde_program, tmp_path, model, params, flags, options):
+    """The same run through `ncsde simulate` and ncsde.simulate: every path's status, t_stop and
+    state (the CSV's 17 significant digits read back exactly) and the JSON summary (timing aside)
+    are equal."""
+    seed, paths, dt = 11, 150, 0.01
+    T = options.pop("T", 1.0)
+    summary, rows = _cli_run(ncsde_program, tmp_path,
+                             ["--model", model, "--V0", V0_TEXT, "--T", str(T), "--dt", str(dt),
+                              "--paths", str(paths), "--seed", str(seed), *flags])
+    sde = ncsde.models.covariance_sde(model, **params)
+    r = ncsde.simulate(sde, V0, T, dt=dt, paths=paths, seed=seed, **options)
+    assert len(rows) == paths
+    for p, row in enumerate(rows):
+        assert int(row["path"]) == p
+        assert row["status"] == r.status[p]
+        assert float(row["t_stop"]) == r.t_stop[p]
+        for name, (a, b) in (("V11", (0, 0)), ("V12", (0, 1)), ("V22", (1, 1))):
+            x = float(row[name])
+            assert x == r.terminal[p, a, b] or (np.isnan(x) and np.isnan(r.terminal[p, a, b]))
+    assert _without_timing(json.loads(r.summary_json())) == _without_timing(summary)
+    if model == "attention":
+        assert 0 < r.blown_up < paths  # the case exercises blow-ups
+    if "stop_level" in options:
+        assert r.stopped > 0
+
+
+def test_runs_release_the_gil():
+    """A Python thread keeps running while a built-in ensemble runs."""
+    ticks = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    sde = ncsde.models.covariance_sde("transformer")
+    t = threading.Thread(target=count)
+    t.start()
+    start = time.monotonic()
+    ticks_before = ticks
+    r = ncsde.simulate(sde, V0, 1.0, dt=1e-3, paths=4000, seed=1, threads=1, keep_paths=False)
+    elapsed = time.monotonic() - start
+    during = ticks - ticks_before
+    stop.set()
+    t.join()
+    assert r.completed + r.blown_up == 4000
+    # With the GIL held the thread could not tick at all; released, it ticks about once per ms
+    # (asked: at least once per 10 ms of the run, room for a loaded machine).
+    assert elapsed > 0.05 and during >= elapsed / 0.010
+
+
+@pytest.mark.parametrize(
+    "kwargs, texts",
+    [
+        (dict(dt=-0.1), ["dt", "-0.1"]),
+        (dict(paths=0), ["paths", "0"]),
+        (dict(scheme="rk4"), ["scheme", "rk4", "em"]),
+        (dict(policy="clip"), ["policy", "clip"]),
+        (dict(stop_level=-1.0), ["stop_level", "-1"]),
+        (dict(seed=-3), ["seed", "-3"]),
+        (dict(step_control="smart"), ["step_control", "smart"]),
+        (dict(blowup_threshold=0.0), ["blowup_threshold", "0"]),
+        (dict(save_times=[0.5, 2.0]), ["save", "2"]),
+        (dict(threads=-1), ["threads", "-1"]),
+    ],
+)
+def test_bad_arguments_raise_value_error_naming_them(kwargs, texts):
+    sde = ncsde.models.covariance_sde("mlp")
+    with pytest.raises(ValueError) as e:
+        ncsde.simulate(sde, V0, 1.0, **{"paths": 4, **kwargs})
+    for text in texts:
+        assert text in str(e.value), str(e.value)
+
+
+def test_bad_initial_states_are_refused():
+    sde = ncsde.models.covariance_sde("mlp")
+    with pytest.raises(ValueError, match="V0"):
+        ncsde.simulate(sde, np.array([[1.0, 2.0], [2.0, 1.0]]), 1.0, paths=4)  # not PSD
+    with pytest.raises(ValueError, match=r"V0 must be a 2-D array"):
+        ncsde.simulate(sde, np.ones(2), 1.0, paths=4)
+    with pytest.raises(TypeError, match="sde must be"):
+        ncsde.simulate("mlp", V0, 1.0)
+    with pytest.raises(ValueError, match="T"):
+        ncsde.simulate(sde, V0, -1.0, paths=4)
+
+
+def test_convergence_matches_the_cli(ncsde_program):
+    """ncsde.convergence and `ncsde convergence --format json` give the same series, bit for bit
+    (orders, errors and their standard errors), on gbm's strong errors with 500 paths."""
+    done = subprocess.run([ncsde_program, "convergence", "--problem", "gbm", "--kind", "strong",
+                           "--paths", "500", "--seed", "3", "--format", "json"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    cli = json.loads(done.stdout)
+    py = ncsde.convergence("gbm", kind="strong", paths=500, seed=3)
+    assert [s["scheme"] for s in py] == [s["scheme"] for s in cli] and len(py) == 4
+    for a, b in zip(py, cli):
+        assert a["order"] == b["order"] and a["stderr"] == b["stderr"]
+        assert a["errors"].tolist() == b["errors"] and a["dts"].tolist() == b["dts"]
+        assert a["pass"] == b["pass"] and a["expected"] == b["expected"]
+
+
+def test_convergence_arguments_are_checked():
+    with pytest.raises(ValueError, match=r"problem must be one of gbm, .*\(got heat\)"):
+        ncsde.convergence("heat")
+    with pytest.raises(ValueError, match=r"kind must be one of both, strong, weak \(got orders\)"):
+        ncsde.convergence("gbm", kind="orders")
+    with pytest.raises(ValueError, match="rk4"):
+        ncsde.convergence("gbm", "rk4")
+    assert [p["name"] for p in ncsde.convergence_problems()][:1] == ["gbm"]
+
+
+def test_blowup_curve_matches_the_cli(ncsde_program):
+    """`ncsde blowup --format json` (adaptive steps, the increment controller by default) and
+    ncsde.blowup_curve of the same ncsde.simulate run: the same p_blowup and the same curve, bit
+    for bit (strong attention blows up on a good fraction of paths before T = 2)."""
+    v3 = "1,0.6324555320336759,0.25099800796022265;0.6324555320336759,1.6,0.7408103670980852;" \
+         "0.25099800796022265,0.7408103670980852,0.7"  # the program's default V0
+    done = subprocess.run([ncsde_program, "blowup", "--model", "attention", "--tau0", "0.5",
+                           "--gamma2", "1", "--V0", v3, "--T", "2", "--dt", "0.01", "--paths",
+                           "300", "--seed", "6", "--grid", "20", "--format", "json"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    cli = json.loads(done.stdout)
+    sde = ncsde.models.covariance_sde("attention", tau0=0.5, gamma2=1.0)
+    v0 = np.array([[float(x) for x in row.split(",")] for row in v3.split(";")])
+    r = ncsde.simulate(sde, v0, 2.0, dt=0.01, paths=300, seed=6, step_control="increment")
+    assert r.blown_up == cli["blown_up"] > 0 and r.blown_up_fraction == cli["p_blowup"]
+    c = ncsde.blowup_curve(r, grid=20)
+    for key in ("t", "blown_up", "p", "stderr", "wilson_lower", "wilson_upper"):
+        assert c[key].tolist() == [point[key] for point in cli["curve"]], key
+    assert c["p"][-1] == r.blown_up_fraction and np.all(np.diff(c["p"]) >= 0)
+    with pytest.raises(ValueError, match=r"grid must be an integer >= 1 \(got 0\)"):
+        ncsde.blowup_curve(r, grid=0)
