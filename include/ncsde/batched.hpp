@@ -14,9 +14,10 @@
 ///    euler_maruyama; for milstein_commutative the derivative-free form (milstein.hpp),
 ///    V + ((b dt + G dW) + M) with M = (Σ_j G(Ῡ_j) I_(j,·) − G(V) Σ_j I_(j,·)) / √dt,
 ///    Ῡ_j = (V + b dt) + √dt G_j, I_(j,l) = ½ dW_j dW_l − ½ dt δ_jl, the G_j = G(V) e_j formed by
-///    diffusion_lanes at the unit vectors (2k + 2 batched noise evaluations a step). The sum
-///    Σ_j I_(j,·) is taken in increasing j; the per-path stepper takes it by Eigen's reduction,
-///    which may group it otherwise, so the two agree bit for bit for k = 1 and to round-off else.
+///    diffusion_lanes at the unit vectors (2k + 2 batched noise evaluations a step); each lane's I
+///    and Σ_j I_(j,·) are formed by the per-path stepper's own expressions (O(k²) per lane), so a
+///    lane's numbers are the per-path ones bit for bit wherever diffusion_lanes computes in the
+///    per-path order.
 /// So a path's result is that of the unbatched path up to the SDE's batched coefficients: when
 /// drift_lanes and diffusion_lanes perform the per-path operations in the same order (gbm, the
 /// scalar and vector examples) the results are bit-identical; otherwise (a matrix product summed in
@@ -247,31 +248,31 @@ class lane_integrator {
       m_unit.col(j).setZero();
       check_shape(m_columns[static_cast<std::size_t>(j)], "diffusion_lanes", K);
     }
+    // Each lane's I and Σ_j I_(j,·) by the per-path stepper's own expressions on its own types, so
+    // that they are its numbers bit for bit (milstein.hpp: the outer product, the diagonal, Eigen's
+    // column sums).
+    m_lane_iterated.resize(W);
+    m_sums.resize(W, m_k);
+    for (int l = 0; l < W; ++l) {
+      m_lane_dw = m_dw.row(l).transpose();
+      matrix& it = m_lane_iterated[static_cast<std::size_t>(l)];
+      it.noalias() = 0.5 * m_lane_dw * m_lane_dw.transpose();
+      it.diagonal().array() -= 0.5 * h;
+      m_lane_sum = it.colwise().sum().transpose();  // into a vector, as the per-path stepper
+      m_sums.row(l) = m_lane_sum.transpose().array();
+    }
     m_term.setZero(W, K);
     m_row.resize(W, m_k);
     m_work.resize(W, K);
     for (int j = 0; j < m_k; ++j) {
-      // Row j of I lane by lane: I_(j,l) = ½ dW_j dW_l, less ½ dt on the diagonal.
-      for (int l = 0; l < m_k; ++l) {
-        m_row.col(l) = 0.5 * m_dw.col(j) * m_dw.col(l);
-        if (l == j) m_row.col(l) -= 0.5 * h;
-      }
+      for (int l = 0; l < W; ++l)
+        m_row.row(l) = m_lane_iterated[static_cast<std::size_t>(l)].row(j).array();
       m_support = m_v + h * m_drift + sqrt_h * m_columns[static_cast<std::size_t>(j)];
       m_sde.diffusion_lanes(m_support, m_row, m_work, t);
       check_shape(m_work, "diffusion_lanes", K);
       m_term += m_work;
     }
-    // Σ_j I_(j,l), in increasing j.
-    for (int l = 0; l < m_k; ++l) {
-      m_column = 0.5 * m_dw.col(0) * m_dw.col(l);
-      if (l == 0) m_column -= 0.5 * h;
-      for (int j = 1; j < m_k; ++j) {
-        lane_column x = 0.5 * m_dw.col(j) * m_dw.col(l);
-        if (l == j) x -= 0.5 * h;
-        m_column += x;
-      }
-      m_row.col(l) = m_column;
-    }
+    m_row = m_sums;
     m_sde.diffusion_lanes(m_v, m_row, m_work, t);
     check_shape(m_work, "diffusion_lanes", K);
     m_term -= m_work;
@@ -384,8 +385,10 @@ class lane_integrator {
   Eigen::Index m_rows = 0, m_cols = 0;
   lane_block m_v, m_trial, m_drift, m_noise, m_z, m_dw, m_factor;
   // The commutative Milstein scheme's workspaces.
-  lane_block m_unit, m_term, m_row, m_work, m_support;
+  lane_block m_unit, m_term, m_row, m_work, m_support, m_sums;
   std::vector<lane_block> m_columns;
+  std::vector<matrix> m_lane_iterated;  ///< [l]: lane l's I, as the per-path stepper forms it
+  vector m_lane_dw, m_lane_sum;
   lane_mask m_factored = lane_mask::Constant(false);
   lane_column m_asymmetry = lane_column::Zero(), m_size = lane_column::Zero();
   lane_column m_nonfinite = lane_column::Zero(), m_column = lane_column::Zero();
