@@ -18,6 +18,7 @@
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/integrate.hpp"
+#include "ncsde/models/summaries.hpp"
 #include "ncsde/symmetric.hpp"
 #include "python_sde.hpp"
 
@@ -99,24 +100,6 @@ void fill_paths(result_handle& h) {
   h.saved = saved;
   h.t_stop = t_stop;
   h.status = py::module_::import("numpy").attr("array")(status, "dtype"_a = "<U9");
-}
-
-/// The functionals `ncsde simulate` summarises: every ρ^{ab} (a < b, "rho<a><b>", 1-indexed) and
-/// every V^{aa} ("V<a><a>").
-std::vector<functional> summary_functionals(int m) {
-  std::vector<functional> out;
-  for (int i = 0; i < m; ++i)
-    for (int j = i + 1; j < m; ++j) {
-      functional f = correlation_functional(i, j);
-      f.name = fmt::format("rho{}{}", i + 1, j + 1);
-      out.push_back(std::move(f));
-    }
-  for (int i = 0; i < m; ++i) {
-    functional f = entry_functional(i, i);
-    f.name = fmt::format("V{}{}", i + 1, i + 1);
-    out.push_back(std::move(f));
-  }
-  return out;
 }
 
 /// V0 of a Python SDE: its shape is the state shape; () and (d,) are vector states.
@@ -335,7 +318,8 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           h.shape = {x0.rows(), x0.cols()};
           eopt.threads = threads.value_or(0);
           eopt.batched = batched.value_or(false);
-          if (x0.rows() == x0.cols()) eopt.functionals = summary_functionals(int(x0.rows()));
+          if (x0.rows() == x0.cols())
+            eopt.functionals = models::summary_functionals(int(x0.rows()));
           // Checked after every step: Ctrl-C ends the run at the next step of every path.
           iopt.stop_condition = [&cancel, stop](const matrix& v, double t) {
             if (cancel.load(std::memory_order_relaxed)) throw run_cancelled();
@@ -351,7 +335,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           eopt.batched = batched.value_or(cb->batched);
           const bool square = !s.is_vector && s.as_matrix.rows() == s.as_matrix.cols();
           if (square && cb->space != state_space::euclidean)
-            eopt.functionals = summary_functionals(int(s.as_matrix.rows()));
+            eopt.functionals = models::summary_functionals(int(s.as_matrix.rows()));
           if (stop && !square)
             throw py::value_error(
                 fmt::format("simulate: stop_level needs a square matrix state (got V0 of shape {})",

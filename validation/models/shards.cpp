@@ -22,22 +22,6 @@ constexpr std::string_view command_prefix = "command ";
 
 }  // namespace
 
-std::vector<functional> summary_functionals(int m) {
-  std::vector<functional> out;
-  for (int i = 0; i < m; ++i)
-    for (int j = i + 1; j < m; ++j) {
-      functional f = correlation_functional(i, j);
-      f.name = fmt::format("rho{}{}", i + 1, j + 1);
-      out.push_back(std::move(f));
-    }
-  for (int i = 0; i < m; ++i) {
-    functional f = entry_functional(i, i);
-    f.name = fmt::format("V{}{}", i + 1, i + 1);
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
 int write_simulate_outputs(const ensemble_result& r, const std::string& format, output_file* file) {
   if (file) {
     write_csv(r, file->stream());

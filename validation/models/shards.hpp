@@ -17,13 +17,14 @@
 #include <vector>
 
 #include "ncsde/ensemble.hpp"
+#include "ncsde/models/summaries.hpp"
 #include "process.hpp"
 
 namespace ncsde::cli {
 
-/// The functionals `ncsde simulate` and `ncsde sample-network` summarise for m×m states: every
-/// ρ^{ab} (a < b, named rho<a><b>, 1-indexed), then every V^{aa} (named V<a><a>).
-std::vector<functional> summary_functionals(int m);
+/// The functionals `ncsde simulate` and `ncsde sample-network` summarise (the library's, shared with
+/// the Python module).
+using models::summary_functionals;
 
 /// The output of `ncsde simulate` for the run r, which `ncsde merge` repeats for the merged run:
 /// with `file`, write_csv(r) into it and commit it; then summary_json(r) (format "json") or
