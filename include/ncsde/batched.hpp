@@ -1,7 +1,7 @@
 #pragma once
 /// The batched path engine: Euler–Maruyama or the commutative Milstein scheme on a group of
-/// batch_width paths at once, for SDEs with a batched form (BatchedSde, lanes.hpp). run_ensemble() uses it when ensemble_options::batched is
-/// set and the run allows it (batched_run_allowed below); every other run, and every SDE without a
+/// batch_width paths at once, for SDEs with a batched form (BatchedSde, lanes.hpp). run_ensemble()
+/// uses it when ensemble_options::batched is set and the run allows it (batched_run_allowed below); every other run, and every SDE without a
 /// batched form, steps path by path (integrate.hpp), unchanged.
 ///
 /// Per-path semantics are those of path_integrator, lane by lane:
@@ -32,8 +32,8 @@
 /// range (ensemble.hpp).
 ///
 /// Not batched (these run path by path): other schemes (and milstein_commutative with the
-/// analytic derivative form: it would need a batched diffusion_derivative), adaptive steps (step_control other than
-/// fixed: lanes would no longer share a step), pd_policy refine (a refined lane would take its own
+/// analytic derivative form: it would need a batched diffusion_derivative), adaptive steps
+/// (step_control other than fixed: lanes would no longer share a step), pd_policy refine (a refined lane would take its own
 /// sub-steps), and sources other than the default (seed, path) stream.
 #include <Eigen/Core>
 
@@ -147,6 +147,14 @@ class lane_integrator {
       m_v.row(l) = start.row(l);
       --alive;
     };
+    // An error of the whole group, not attributable to a lane: the group's first live path.
+    auto fail_group = [&](std::exception_ptr e) {
+      for (int l = 0; l < lanes; ++l)
+        if (active[static_cast<std::size_t>(l)]) {
+          fail(l, std::move(e));
+          return;
+        }
+    };
     save_due(0);
     for (long long i = 0; i < grid.steps && alive > 0; ++i) {
       const double t = grid.time(i);
@@ -158,12 +166,7 @@ class lane_integrator {
         m_sde.drift_lanes(m_v, m_drift, t);
         m_sde.diffusion_lanes(m_v, m_dw, m_noise, t);
       } catch (...) {
-        // Not attributable to a lane: the group's first live path.
-        for (int l = 0; l < lanes; ++l)
-          if (active[static_cast<std::size_t>(l)]) {
-            fail(l, std::current_exception());
-            break;
-          }
+        fail_group(std::current_exception());
         return;
       }
       check_shape(m_drift, "drift_lanes", K);
@@ -176,11 +179,7 @@ class lane_integrator {
         try {
           milstein_term(t, h, K);
         } catch (...) {
-          for (int l = 0; l < lanes; ++l)
-            if (active[static_cast<std::size_t>(l)]) {
-              fail(l, std::current_exception());
-              break;
-            }
+          fail_group(std::current_exception());
           return;
         }
         noise_ok = noise_ok && m_term.isFinite().rowwise().all();

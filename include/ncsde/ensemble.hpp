@@ -330,9 +330,7 @@ inline constexpr std::optional<lane_scheme> lane_scheme_of<milstein_commutative<
 template <class Stepper, class S, class Fixed>
 bool lane_form_applies(const Stepper& stepper) {
   if constexpr (lane_scheme_of<Stepper> == lane_scheme::milstein_commutative) {
-    const milstein_derivative form = stepper.derivative_form();
-    return form == milstein_derivative::derivative_free ||
-           (form == milstein_derivative::automatic && !SdeWithDiffusionDerivative<S, Fixed>);
+    return !milstein_uses_analytic<S, Fixed>(stepper.derivative_form());
   } else {
     (void)stepper;
     return lane_scheme_of<Stepper>.has_value();

@@ -38,6 +38,17 @@ namespace ncsde {
 /// How the Milstein schemes form the derivative term L^j G_l (see the top of this header).
 enum class milstein_derivative { automatic, analytic, derivative_free };
 
+/// Whether `form` takes the analytic derivative term for an SDE S on states State: analytic, or
+/// automatic when S has diffusion_derivative; otherwise the derivative-free form. (analytic on an
+/// SDE without diffusion_derivative is refused by the stepper's first step.)
+template <class S, class State>
+constexpr bool milstein_uses_analytic(milstein_derivative form) {
+  if constexpr (SdeWithDiffusionDerivative<S, State>)
+    return form != milstein_derivative::derivative_free;
+  else
+    return false;
+}
+
 namespace detail {
 
 template <class State, bool Commutative>
@@ -86,16 +97,13 @@ class milstein_base {
     }
 
     m_term.setZero();
-    bool analytic = false;
-    if constexpr (SdeWithDiffusionDerivative<S, State>) {
-      analytic = m_form != milstein_derivative::derivative_free;
-    } else {
+    if constexpr (!SdeWithDiffusionDerivative<S, State>) {
       if (m_form == milstein_derivative::analytic)
         throw invalid_argument(
             "milstein: derivative form 'analytic' needs the SDE's diffusion_derivative(v, h, xi, "
             "out, t), which this SDE does not have (use automatic or derivative_free)");
     }
-    if (analytic) {
+    if (milstein_uses_analytic<S, State>(m_form)) {
       if constexpr (SdeWithDiffusionDerivative<S, State>) analytic_term(sde, v, t, k, iterated);
     } else {
       derivative_free_term(sde, v, t, h, k, iterated);
