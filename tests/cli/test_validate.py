@@ -24,15 +24,38 @@ class ValidateCli(CliTestCase):
                          "expected 5 rows (n=8, n=16, noise floor, vpv, no-attention)")
         for row in rows:
             comparisons = row["comparisons"]
-            # 3 correlations + 3 diagonals + stopped fraction + stopped tail + unstopped tail = 9
-            # for m = 3.
-            self.assertEqual(len(comparisons), 9, f"row '{row['source']}': expected 9 comparisons")
+            # KS of 3 correlations + 3 diagonals, the means of the same 6 (smooth statistics),
+            # stopped fraction + stopped tail + unstopped tail = 15 for m = 3.
+            self.assertEqual(len(comparisons), 15,
+                             f"row '{row['source']}': expected 15 comparisons")
             for j, c in enumerate(comparisons):
                 p = c["p_value"]
                 self.assertTrue(is_number(p) and 0 <= p <= 1,
                                 f"row '{row['source']}' comparison {j}: p-value {p!r} is not in "
                                 f"[0, 1]")
         self.assertEqual(rows[3]["source"], "wrong SDE: vpv", "row 3 should be the vpv variant")
+        self.assertEqual([c["statistic"] for c in rows[0]["comparisons"][6:12]],
+                         ["E rho12", "E rho13", "E rho23", "E V11∧K", "E V22∧K", "E V33∧K"])
+        for row in rows:
+            for c in row["comparisons"][6:12]:
+                # A mean of ρ lies in [−1, 1], of min(V, K) in [0, K = 5].
+                self.assertTrue(-1 <= c["value"] <= 5 and c["stderr"] > 0,
+                                f"row '{row['source']}' {c['statistic']}: {c}")
+
+        # The verdict is the test at the widest n; beside it, the gaps extrapolated to n → ∞ (one
+        # row per SDE: right, vpv, no-attention; one intercept per smooth statistic). Two widths
+        # fit no rate, so the extrapolation uses the default β = 1/2.
+        self.assertEqual(report["right_accepted"], rows[1]["bonferroni_p"] >= 0.01)
+        self.assertEqual(report["limit_exponent"], 0.5)
+        self.assertEqual(report["limit_exponent_source"], "default")
+        limit = report["limit"]
+        self.assertEqual([r["source"] for r in limit],
+                         ["right SDE", "wrong SDE: vpv", "wrong SDE: no-attention"])
+        for r in limit:
+            self.assertEqual(len(r["gaps"]), 6)
+            self.assertTrue(0 <= r["bonferroni_p"] <= 1, f"limit row {r['source']}: {r}")
+        # Two widths: too few for a rate (the fit needs three).
+        self.assertFalse(report["smooth_fit"])
 
         # Same seed, same numbers, whatever the thread count (compared as JSON text: a NaN equals
         # itself there).
@@ -45,10 +68,11 @@ class ValidateCli(CliTestCase):
         out = self.scratch_dir()
         table = self.run_ok("validate", *SMALL, "--plots", out)
         for needle in ("| network n=16 | SDE, grid 1/16 |", "Bonferroni p", "Quantiles of ρ¹²",
-                       "Plots and data in"):
+                       "Plots and data in", "Smooth statistics", "Extrapolated to n → ∞"):
             self.assertIn(needle, table, f"the table lacks '{needle}'")
         for f in ("rho_density.png", "ks_vs_n.png", "sample_paths.png", "stopped_fraction.png",
-                  "validation.md", "validation.json", "values.csv", "paths.csv"):
+                  "validation.md", "validation.json", "values.csv", "paths.csv",
+                  "smooth_gaps.png"):
             self.assertTrue((out / f).exists(), f"validate --plots did not write {f}")
 
     def test_bad_input(self):
@@ -78,6 +102,10 @@ class ValidateCli(CliTestCase):
             (["tail_level must be > 0 and finite (got 0) (flag --tail-level)"],
              ["--tail-level", "0"]),
             (["alpha must be in (0, 1) (got 2) (flag --alpha)"], ["--alpha", "2"]),
+            (["limit_exponent must be 'fitted' or a number in (0, 4] (got 0) "
+              "(flag --limit-exponent)"], ["--limit-exponent", "0"]),
+            (["limit_exponent must be 'fitted' or a number in (0, 4] (got fast)"],
+             ["--limit-exponent", "fast"]),
             (["V0 must be at least 2x2 (ρ needs two tokens) (got a 1x1 matrix) (flag --V0)"],
              ["--V0", "1"]),
             (["--V0: malformed matrix '1,x'"], ["--V0", "1,x"]),

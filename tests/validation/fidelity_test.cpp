@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "fidelity/fidelity.hpp"
 #include "fidelity/variants.hpp"
@@ -156,4 +157,65 @@ TEST_CASE("proportion_test and bonferroni") {
   info.in_family = false;
   CHECK(bonferroni({c, info, proportion_test("y", 5, 10, 5, 10)}) ==
         doctest::Approx(2 * c.p_value));
+}
+
+TEST_CASE("mean_difference: Welch z-test of two means") {
+  using namespace ncsde::cli;
+  // Means 2 and 1; sample variances 1 (x: 1, 2, 3) and 1 (y: 0, 1, 2); SE = √(1/3 + 1/3) = 0.8165,
+  // z = 1.2247, p = erfc(z/√2) = 0.2207.
+  const comparison c = mean_difference("E f", {1.0, 2.0, 3.0}, {0.0, 1.0, 2.0});
+  CHECK(c.value == doctest::Approx(2.0));
+  CHECK(c.reference == doctest::Approx(1.0));
+  CHECK(c.stderr_ == doctest::Approx(std::sqrt(2.0 / 3.0)));
+  CHECK(c.p_value == doctest::Approx(0.2207).epsilon(1e-3));
+  CHECK_THROWS_WITH_AS(mean_difference("E f", {}, {1.0}), doctest::Contains("samples"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(mean_difference("E f", {1.0, std::nan("")}, {1.0}),
+                       doctest::Contains("non-finite"), ncsde::invalid_argument);
+}
+
+TEST_CASE("fit_power recovers a known exponent; limit_gaps a known intercept") {
+  using namespace ncsde::cli;
+  const std::vector<double> n{32, 64, 128, 256};
+  // Exact gaps C_f·n^{−0.5} for two functionals: the fit returns β = 0.5 with χ² ≈ 0.
+  std::vector<std::vector<double>> gaps(2), se(2);
+  for (const double w : n) {
+    gaps[0].push_back(0.2 / std::sqrt(w));
+    gaps[1].push_back(-0.1 / std::sqrt(w));
+    se[0].push_back(0.002);
+    se[1].push_back(0.002);
+  }
+  const power_fit fit = fit_power(n, gaps, se);
+  CHECK(fit.exponent == doctest::Approx(0.5).epsilon(2e-3));
+  CHECK(fit.chi2 < 1e-3);
+  CHECK(fit.dof == 8 - 2 - 1);
+  CHECK(fit.bounded);
+  // The interval half-width is the β-shift that raises χ² by 1 from the minimum: a small positive
+  // number that grows with the noise.
+  CHECK(fit.exponent_stderr > 0.0);
+  CHECK(fit.exponent_stderr < 0.1);
+  std::vector<std::vector<double>> noisier = se;
+  for (auto& s : noisier)
+    for (double& x : s) x *= 4.0;
+  CHECK(fit_power(n, gaps, noisier).exponent_stderr > 3.0 * fit.exponent_stderr);
+  // Pure noise-level gaps (0 everywhere): no rate is resolved.
+  const std::vector<std::vector<double>> zero(1, std::vector<double>(4, 0.0));
+  CHECK_FALSE(fit_power(n, zero, {se[0]}).bounded);
+
+  // a + c·n^{−1/2}: the intercept is recovered, with a standard error that is the fit's, and the
+  // z-test rejects a = 0 only for the shifted gaps.
+  std::vector<double> shifted;
+  for (const double g : gaps[0]) shifted.push_back(0.05 + g);
+  const std::vector<comparison> lim =
+      limit_gaps(n, {"E a", "E b"}, {gaps[0], shifted}, {se[0], se[0]}, 0.5);
+  REQUIRE(lim.size() == 2);
+  CHECK(std::abs(lim[0].value) < 1e-12);
+  CHECK(lim[0].p_value == doctest::Approx(1.0));
+  CHECK(lim[1].value == doctest::Approx(0.05));
+  CHECK(lim[1].stderr_ > 0.002);  // extrapolation past the widest n costs precision
+  CHECK(lim[1].p_value < 1e-6);
+  CHECK_THROWS_WITH_AS(limit_gaps({32}, {"E a"}, {{0.1}}, {{0.01}}, 0.5),
+                       doctest::Contains("widths"), ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(limit_gaps(n, {"E a"}, {gaps[0]}, {se[0]}, -1.0), doctest::Contains("beta"),
+                       ncsde::invalid_argument);
 }

@@ -26,18 +26,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <variant>
 #include <vector>
 
@@ -76,6 +79,7 @@ struct validate_args {
   std::string sampler = "reduced";
   std::string variants = "auto";
   double alpha = 0.01;
+  std::string limit_exponent = "fitted";  ///< β of the limit extrapolation, or "fitted"
   std::uint64_t seed = 1;
   int threads = 0;
   std::string plots;
@@ -106,6 +110,13 @@ struct report_row {
   std::vector<comparison> comparisons;
   double adjusted_p = 1.0;
   std::vector<double> rho12_quantiles;
+};
+
+/// The gaps of one SDE to the networks, extrapolated to n → ∞ (limit_gaps).
+struct limit_row {
+  std::string source;
+  std::vector<comparison> gaps;
+  double adjusted_p = 1.0;
 };
 
 const std::vector<double> quantile_levels{0.05, 0.25, 0.5, 0.75, 0.95};
@@ -165,22 +176,84 @@ std::string format_p(double p) {
   return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p);
 }
 
+bool is_smooth(const comparison& c) { return c.statistic.rfind("E ", 0) == 0; }
+bool is_ks(const comparison& c) { return c.statistic.rfind("KS ", 0) == 0; }
+
+/// The smooth-statistic table: per row, E f(source) − E f(reference) ± SE for every smooth
+/// functional, and the rate fitted over the network rows.
+std::string smooth_table(const std::vector<report_row>& rows, const std::string& rate) {
+  std::ostringstream s;
+  s << "\n**Smooth statistics**: E f(source) − E f(reference) ± SE [z = gap/SE], f of V_{T∧τ}\n\n"
+       "| source | reference |";
+  std::size_t count = 0;
+  for (const comparison& c : rows.front().comparisons)
+    if (is_smooth(c)) {
+      s << ' ' << c.statistic << " |";
+      ++count;
+    }
+  s << "\n|---|---|";
+  for (std::size_t i = 0; i < count; ++i) s << "---|";
+  s << '\n';
+  for (const report_row& r : rows) {
+    s << "| " << r.source << " | " << r.reference << " |";
+    for (const comparison& c : r.comparisons)
+      if (is_smooth(c)) {
+        const double gap = c.value - c.reference;
+        s << fmt::format(" {:+.4f} ± {:.4f} [{:+.1f}] |", gap, c.stderr_, gap / c.stderr_);
+      }
+    s << '\n';
+  }
+  s << "\n" << rate << "\n";
+  return s.str();
+}
+
+std::string limit_table(const std::vector<limit_row>& limits, const validate_args& a,
+                        const std::vector<int>& widths, double beta,
+                        const std::string& beta_source) {
+  if (limits.empty()) return {};
+  std::ostringstream s;
+  s << fmt::format(
+      "\n**Extrapolated to n → ∞** (information; the verdict is the test at n = {}): per "
+      "functional, the gaps E f(network) − E f(SDE) at n = {}…{} fitted as a + c·n^−β with β = "
+      "{:.2f} ({}); a ± SE [z]. A right SDE leaves a ≈ 0 however large the finite-width gaps; a "
+      "wrong one keeps a gap in the limit.\n\n| SDE |",
+      widths.back(), widths.front(), widths.back(), beta, beta_source);
+  for (const comparison& c : limits.front().gaps) s << ' ' << c.statistic << " |";
+  s << " Bonferroni p | a = 0 at α = " << a.alpha << " |\n|---|";
+  for (std::size_t i = 0; i < limits.front().gaps.size() + 2; ++i) s << "---|";
+  s << '\n';
+  for (const limit_row& r : limits) {
+    s << "| " << r.source << " |";
+    for (const comparison& c : r.gaps)
+      s << fmt::format(" {:+.4f} ± {:.4f} [{:+.1f}] |", c.value, c.stderr_, c.value / c.stderr_);
+    s << ' ' << format_p(r.adjusted_p) << " | "
+      << (r.adjusted_p < a.alpha ? "**rejected**" : "not rejected") << " |\n";
+  }
+  return s.str();
+}
+
 std::string markdown(const validate_args& a, const std::vector<report_row>& rows,
                      const report_row& sde_row, const std::string& header, double critical,
-                     const std::string& trend, const std::vector<std::string>& verdicts) {
+                     const std::string& smooth, const std::string& trend,
+                     const std::vector<std::string>& verdicts) {
   std::ostringstream s;
   s << header << '\n';
   const std::vector<comparison>& first = rows.front().comparisons;
   s << "| source | reference |";
+  std::size_t columns = 0;
   for (const comparison& c : first)
-    s << ' ' << c.statistic << (c.in_family ? "" : " (info, not tested)") << " |";
+    if (!is_smooth(c)) {
+      s << ' ' << c.statistic << (c.in_family ? "" : " (info, not tested)") << " |";
+      ++columns;
+    }
   s << " Bonferroni p | verdict (α = " << a.alpha << ") |\n|---|---|";
-  for (std::size_t i = 0; i < first.size() + 2; ++i) s << "---|";
+  for (std::size_t i = 0; i < columns + 2; ++i) s << "---|";
   s << '\n';
   for (const report_row& r : rows) {
     s << "| " << r.source << " | " << r.reference << " |";
     for (const comparison& c : r.comparisons) {
-      if (c.statistic.rfind("KS ", 0) == 0)
+      if (is_smooth(c)) continue;
+      if (is_ks(c))
         s << fmt::format(" {:.4f} [{}] |", c.value, format_p(c.p_value));
       else
         s << fmt::format(" {:.4f} vs {:.4f} ± {:.4f} [{}] |", c.value, c.reference, c.stderr_,
@@ -192,10 +265,12 @@ std::string markdown(const validate_args& a, const std::vector<report_row>& rows
   s << fmt::format(
       "\nKS entries: distance [p-value]; proportions: sample vs reference ± SE of the difference "
       "[two-proportion z-test p]. Two-sample KS critical distance at α = {}: {:.4f} (per "
-      "statistic, {} vs {} samples). The Bonferroni p covers the stopped-process statistics only; "
-      "the unstopped tail looks beyond the stop level, where the networks need not follow the SDE "
-      "(local convergence, docs/maths.md §8.1): its trend in n is information, not a test.\n",
+      "statistic, {} vs {} samples). The Bonferroni p covers the stopped-process statistics only "
+      "(with the smooth-statistic z-tests below); the unstopped tail looks beyond the stop level, "
+      "where the networks need not follow the SDE (local convergence, docs/maths.md §8.1): its "
+      "trend in n is information, not a test.\n",
       a.alpha, critical, a.networks, a.paths);
+  s << smooth;
   s << "\n**Quantiles of ρ¹² at T∧τ**\n\n| source |";
   for (const double p : quantile_levels) s << fmt::format(" {:g}% |", 100 * p);
   s << "\n|---|";
@@ -242,6 +317,19 @@ int run_validate(const validate_args& a) {
     throw_invalid_argument("validate", "unstopped_tail_level", a.unstopped_level, "> 0 and finite");
   if (!(a.alpha > 0.0 && a.alpha < 1.0))
     throw_invalid_argument("validate", "alpha", a.alpha, "in (0, 1)");
+  // --limit-exponent: "fitted" (the rate fitted to the right SDE's gaps when it is resolved,
+  // else 1/2) or a number in (0, 4].
+  std::optional<double> given_exponent;
+  if (a.limit_exponent != "fitted") {
+    double beta = std::numeric_limits<double>::quiet_NaN();
+    const char* first = a.limit_exponent.data();
+    const char* last = first + a.limit_exponent.size();
+    const auto [end, ec] = std::from_chars(first, last, beta);
+    if (ec != std::errc() || end != last || !(beta > 0.0 && beta <= 4.0))
+      throw_invalid_argument("validate", "limit_exponent", a.limit_exponent,
+                             "'fitted' or a number in (0, 4]");
+    given_exponent = beta;
+  }
 
   // The wrong SDEs are variants of the four architectures' covariance_sde (variants.hpp); another
   // registered model has none, so its report has no power check.
@@ -311,7 +399,7 @@ int run_validate(const validate_args& a) {
     // Per SDE path: V at the stop on each width's grid and unstopped (the first run), stopped and
     // unstopped (the floor and each wrong SDE), and the comparisons' values of one functional.
     const double per_path =
-        entry * static_cast<double>(widths.size() + 1 + 2 * (sde_runs - 1)) + 32.0;
+        entry * static_cast<double>((widths.size() + 1) * (sde_runs - 1) + 2) + 32.0;
     check_memory("--paths", std::to_string(a.paths), per_path * static_cast<double>(a.paths),
                  fmt::format("{:.0f} bytes per path: V at the stop on {} grids and at T, for {} "
                              "SDE runs",
@@ -406,7 +494,9 @@ int run_validate(const validate_args& a) {
   // 4. The wrong variants, on the widest grid.
   std::vector<sde_sample> wrong_samples;
   for (std::size_t i = 0; i < wrong.size(); ++i) {
-    sde_sample_options vopt = floor_opt;
+    // Monitored on every width's grid, as the right SDE: the limit test extrapolates its gaps.
+    sde_sample_options vopt = sopt;
+    vopt.kept_paths = 0;
     vopt.seed = a.seed + 2 + i;
     note(fmt::format("ncsde validate: wrong SDE '{}' …", to_string(wrong[i].variant())));
     wrong_samples.push_back(sample_sde(wrong[i], v0, vopt));
@@ -423,7 +513,7 @@ int run_validate(const validate_args& a) {
     r.key = fmt::format("network_n{}", r.n);
     const stopped_sample s = stopped_of(nets[i]);
     r.comparisons = compare(m, s, reference.by_width[i], unstopped_of(nets[i]), reference.unstopped,
-                            a.tail_level, a.unstopped_level);
+                            a.stop_level, a.tail_level, a.unstopped_level);
     r.rho12_quantiles = quantiles_of(s.values(rho12, m));
     rows.push_back(std::move(r));
   }
@@ -436,7 +526,7 @@ int run_validate(const validate_args& a) {
     r.reference = fmt::format("SDE, grid 1/{} (noise floor)", n_max);
     r.key = "sde_floor";
     r.comparisons = compare(m, floor.by_width[0], reference.by_width.back(), floor.unstopped,
-                            reference.unstopped, a.tail_level, a.unstopped_level);
+                            reference.unstopped, a.stop_level, a.tail_level, a.unstopped_level);
     r.rho12_quantiles = quantiles_of(floor.by_width[0].values(rho12, m));
     rows.push_back(std::move(r));
   }
@@ -446,9 +536,10 @@ int run_validate(const validate_args& a) {
     r.source = fmt::format("wrong SDE: {}", to_string(wrong[i].variant()));
     r.reference = fmt::format("network n={}", n_max);
     r.key = fmt::format("variant_{}", to_string(wrong[i].variant()));
-    r.comparisons = compare(m, wrong_samples[i].by_width[0], widest_net, wrong_samples[i].unstopped,
-                            widest_net_unstopped, a.tail_level, a.unstopped_level);
-    r.rho12_quantiles = quantiles_of(wrong_samples[i].by_width[0].values(rho12, m));
+    r.comparisons =
+        compare(m, wrong_samples[i].by_width.back(), widest_net, wrong_samples[i].unstopped,
+                widest_net_unstopped, a.stop_level, a.tail_level, a.unstopped_level);
+    r.rho12_quantiles = quantiles_of(wrong_samples[i].by_width.back().values(rho12, m));
     rows.push_back(std::move(r));
   }
   for (report_row& r : rows) r.adjusted_p = bonferroni(r.comparisons);
@@ -502,12 +593,113 @@ int run_validate(const validate_args& a) {
         f.slope, f.slope_stderr);
   }
 
+  // Smooth-statistic rate: the gaps E f(network) − E f(SDE) over the widths, fitted as C_f n^{−β}.
+  std::vector<std::string> smooth_stat;
+  for (const comparison& c : rows.front().comparisons)
+    if (is_smooth(c)) smooth_stat.push_back(c.statistic);
+  std::vector<std::vector<double>> gaps(smooth_stat.size()), gap_se(smooth_stat.size());
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    std::size_t f = 0;
+    for (const comparison& c : rows[i].comparisons)
+      if (is_smooth(c)) {
+        gaps[f].push_back(c.value - c.reference);
+        gap_se[f].push_back(c.stderr_);
+        ++f;
+      }
+  }
+  auto largest_z = [](const report_row& r) {
+    double z = 0.0;
+    for (const comparison& c : r.comparisons)
+      if (is_smooth(c)) z = std::max(z, std::abs(c.value - c.reference) / c.stderr_);
+    return z;
+  };
+  nlohmann::json smooth_json;
+  std::string rate;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rate += fmt::format("{}{} {:.1f}", i ? ", " : "largest |z| per row: ", rows[i].source,
+                        largest_z(rows[i]));
+  rate += ". ";
+  if (widths.size() >= 3) {
+    const std::vector<double> ns(widths.begin(), widths.end());
+    auto describe = [](const power_fit& f) {
+      return f.bounded ? fmt::format("{:.2f} ± {:.2f}", f.exponent, f.exponent_stderr)
+                       : std::string("not resolved (the gaps are within their noise)");
+    };
+    const power_fit joint = fit_power(ns, gaps, gap_se);
+    rate += fmt::format(
+        "Rate in n (gaps fitted as C_f·n^−β, one β for all {} functionals, weights 1/SE²): β = {} "
+        "(χ² = {:.1f} on {} dof); per functional:",
+        smooth_stat.size(), describe(joint), joint.chi2, joint.dof);
+    smooth_json = {{"exponent", joint.exponent},
+                   {"exponent_stderr", joint.exponent_stderr},
+                   {"chi2", joint.chi2},
+                   {"dof", joint.dof},
+                   {"resolved", joint.bounded}};
+    for (std::size_t f = 0; f < smooth_stat.size(); ++f) {
+      const power_fit one = fit_power(ns, {gaps[f]}, {gap_se[f]});
+      rate += fmt::format("{} {} {}", f ? "," : "", smooth_stat[f], describe(one));
+      smooth_json["per_functional"].push_back({{"statistic", smooth_stat[f]},
+                                               {"exponent", one.exponent},
+                                               {"exponent_stderr", one.exponent_stderr},
+                                               {"chi2", one.chi2},
+                                               {"resolved", one.bounded}});
+    }
+    rate += '.';
+  } else {
+    rate += "Rate in n: needs at least three widths.";
+  }
+
+  // The limit test: each SDE's gaps to the networks over the widths, extrapolated to n → ∞ as
+  // a + c·n^{−β} (β = --limit-exponent); the right SDE is the limit when every a is 0.
+  std::vector<limit_row> limits;
+  double limit_beta = 0.5;
+  std::string limit_kind = "default";  // "given", "fitted" or "default" (no rate resolved)
+  std::string limit_source = "the O(n^−1/2) default: no rate resolved";
+  if (given_exponent) {
+    limit_beta = *given_exponent;
+    limit_kind = "given";
+    limit_source = "--limit-exponent";
+  } else if (smooth_json.is_object() && smooth_json["resolved"].get<bool>() &&
+             smooth_json["exponent"].get<double>() > 0.0) {
+    limit_beta = smooth_json["exponent"].get<double>();
+    limit_kind = "fitted";
+    limit_source = "the fitted rate";
+  }
+  if (widths.size() >= 2) {
+    const std::vector<double> ns(widths.begin(), widths.end());
+    limit_row right;
+    right.source = "right SDE";
+    right.gaps = limit_gaps(ns, smooth_stat, gaps, gap_se, limit_beta);
+    limits.push_back(std::move(right));
+    for (std::size_t v = 0; v < wrong.size(); ++v) {
+      std::vector<std::vector<double>> wg(smooth_stat.size()), ws(smooth_stat.size());
+      for (std::size_t i = 0; i < widths.size(); ++i) {
+        const std::vector<comparison> c =
+            smooth_gaps(m, stopped_of(nets[i]), wrong_samples[v].by_width[i], a.stop_level);
+        for (std::size_t f = 0; f < c.size(); ++f) {
+          wg[f].push_back(c[f].value - c[f].reference);
+          ws[f].push_back(c[f].stderr_);
+        }
+      }
+      limit_row r;
+      r.source = fmt::format("wrong SDE: {}", to_string(wrong[v].variant()));
+      r.gaps = limit_gaps(ns, smooth_stat, wg, ws, limit_beta);
+      limits.push_back(std::move(r));
+    }
+    for (limit_row& r : limits) r.adjusted_p = bonferroni(r.gaps);
+  }
+  const std::string smooth =
+      smooth_table(rows, rate) + limit_table(limits, a, widths, limit_beta, limit_source);
+
   const double critical = ks_critical_distance(a.alpha, a.networks, a.paths);
   std::vector<std::string> verdicts;
   const report_row& at_max = rows[widths.size() - 1];
   double max_ks = 0.0;
   for (const comparison& c : at_max.comparisons)
     if (c.statistic.rfind("KS ", 0) == 0) max_ks = std::max(max_ks, c.value);
+  // The verdict: the test at the widest n (networks there against the SDE; the wrong SDEs
+  // against those networks). The extrapolation to n → ∞ is reported beside it, as information: it
+  // rests on a model of the finite-width corrections (a + c·n^−β).
   const bool right_accepted = at_max.adjusted_p >= a.alpha;
   verdicts.push_back(fmt::format(
       "right SDE vs networks at n = {}: largest KS distance {:.4f} (critical {:.4f} at α = {}), "
@@ -523,6 +715,10 @@ int run_validate(const validate_args& a) {
                                    to_string(wrong[i].variant()), n_max, format_p(r.adjusted_p),
                                    rejected ? "rejected (the check has power)" : "NOT rejected"));
   }
+  for (const limit_row& r : limits)
+    verdicts.push_back(fmt::format(
+        "{} extrapolated to n → ∞ (β = {:.2f}, information): Bonferroni p of a = 0 is {}", r.source,
+        limit_beta, format_p(r.adjusted_p)));
   verdicts.push_back(fmt::format(
       "SDE: {} paths, {} blown up (max|V| > 1e6) by T = {}, {} with PD-cone exits (projected), "
       "{:.1f} s; networks: {:.1f} s in total",
@@ -542,7 +738,7 @@ int run_validate(const validate_args& a) {
       "the unstopped tail counts SDE blow-up as ≥ K″.\n",
       a.model.model, parameter_summary(a.model), m, a.t_end, a.dt, a.paths, sampler,
       a.n_k > 0 ? std::to_string(a.n_k) : std::string("n"), a.networks, a.stop_level);
-  const std::string md = markdown(a, rows, sde_row, header, critical, trend, verdicts);
+  const std::string md = markdown(a, rows, sde_row, header, critical, smooth, trend, verdicts);
 
   nlohmann::json j;
   j["model"] = a.model.model;
@@ -561,6 +757,20 @@ int run_validate(const validate_args& a) {
   j["sde_rho12_quantiles"] = sde_row.rho12_quantiles;
   j["mean_ks"] = mean_ks;
   j["floor_mean_ks"] = floor_ks;
+  j["smooth_fit"] = smooth_json;
+  j["limit_exponent"] = limit_beta;
+  j["limit_exponent_source"] = limit_kind;
+  for (const limit_row& r : limits) {
+    nlohmann::json row;
+    row["source"] = r.source;
+    row["bonferroni_p"] = r.adjusted_p;
+    for (const comparison& c : r.gaps)
+      row["gaps"].push_back({{"statistic", c.statistic},
+                             {"intercept", c.value},
+                             {"stderr", c.stderr_},
+                             {"p_value", c.p_value}});
+    j["limit"].push_back(row);
+  }
   j["right_accepted"] = right_accepted;
   j["wrong_rejected"] = wrong_rejected;
   for (const report_row& r : rows) {
@@ -599,7 +809,7 @@ int run_validate(const validate_args& a) {
       write_values(f, "sde_floor", floor.by_width[0]);
       for (std::size_t i = 0; i < wrong.size(); ++i)
         write_values(f, fmt::format("variant_{}", to_string(wrong[i].variant())),
-                     wrong_samples[i].by_width[0]);
+                     wrong_samples[i].by_width.back());
     }
     {
       // Sample paths: the SDE's kept paths and the first networks at the widest n, at 65 times.
@@ -638,7 +848,8 @@ int run_validate(const validate_args& a) {
     if (table)
       std::cout << fmt::format(
           "\nPlots and data in {}: rho_density.png, ks_vs_n.png, sample_paths.png, "
-          "stopped_fraction.png; validation.md, validation.json, values.csv, paths.csv\n",
+          "stopped_fraction.png, smooth_gaps.png; validation.md, validation.json, values.csv, "
+          "paths.csv\n",
           dir.string());
   }
   if (a.check && !(right_accepted && wrong_rejected)) return exit_failure;
@@ -707,6 +918,10 @@ command validate_command() {
                    "models), none, or a list of vpv, no-attention-noise, no-attention")
         ->capture_default_str();
     sub.add_option("--alpha", a->alpha, "Family-wise level of the tests")->capture_default_str();
+    sub.add_option("--limit-exponent", a->limit_exponent,
+                   "beta of the extrapolation to n -> inf (a + c n^-beta, information): 'fitted' "
+                   "(the fitted rate of the gaps) or a number in (0, 4]")
+        ->capture_default_str();
     sub.add_option("--seed", a->seed, "Seed of the random streams")
         ->transform(non_negative_integer)
         ->capture_default_str();

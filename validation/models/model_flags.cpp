@@ -49,6 +49,7 @@ constexpr parameter_flag parameter_flags[] = {
     {"tail_level", "--tail-level"},
     {"unstopped_tail_level", "--unstopped-tail-level"},
     {"alpha", "--alpha"},
+    {"limit_exponent", "--limit-exponent"},
     {"variant", "--variants"},
     {"sampler", "--sampler"},
 };

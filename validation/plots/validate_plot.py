@@ -9,6 +9,9 @@ DIR/validation.json:
   sample_paths.png      rho12_t along SDE paths and along networks at the largest n, stopped
                         (frozen) once max_a V^aa > K at a recorded time
   stopped_fraction.png  P(max_a V^aa passes K before T) against n, with standard errors
+  smooth_gaps.png       |E f(network) - E f(SDE)| of the smooth functionals against n, log-log, bars
+                        ±1 SE, the fitted rate C_f n^-beta, the noise floor (two SDE runs) and the
+                        wrong SDEs' gaps at the largest n
 
 Usage: validate_plot.py DIR
 """
@@ -80,7 +83,11 @@ def read_paths(path, m, level):
 
 
 def pretty(name):
-    """A statistic's name as mathtext: rho12 → ρ¹², V11 → V¹¹; other names as they are."""
+    """A statistic's name as mathtext: rho12 → ρ¹², V11 → V¹¹, V11∧K → min(V¹¹, K); other names as
+    they are."""
+    if name.endswith("∧K"):
+        inner = pretty(name[:-2])
+        return f"$\\min({inner.strip('$')}, K)$" if inner.startswith("$") else name
     for prefix, symbol in (("rho", r"\rho"), ("V", "V")):
         rest = name[len(prefix):]
         if name.startswith(prefix) and rest.isdigit():
@@ -228,6 +235,64 @@ def main():
     fig.tight_layout()
     fig.savefig(f"{out}/stopped_fraction.png", dpi=130)
     plt.close(fig)
+
+    # 5. Smooth-statistic gaps against n.
+    smooth_names = [c["statistic"] for c in rows[0]["comparisons"] if c["statistic"].startswith("E ")]
+    if smooth_names:
+        fit = report.get("smooth_fit") or {}
+        fig, ax = plt.subplots(figsize=(7, 5.5))
+        shown = []
+        for k, name in enumerate(smooth_names):
+            gap, se = [], []
+            for row in rows[: len(widths)]:
+                c = next(c for c in row["comparisons"] if c["statistic"] == name)
+                gap.append(c["value"] - c["reference"])
+                se.append(c["stderr"])
+            gap, se = np.array(gap), np.array(se)
+            x = np.array(widths, float) * (1.0 + 0.03 * (k - len(smooth_names) / 2))
+            bars = ax.errorbar(x, np.abs(gap), yerr=se, fmt="o", ms=4, capsize=2,
+                               label=pretty(name[2:]))
+            shown += list(np.abs(gap)) + list(se)
+            if fit.get("resolved"):
+                beta = fit["exponent"]
+                basis = np.array(widths, float) ** -beta
+                w = 1.0 / se**2
+                scale = np.sum(w * gap * basis) / np.sum(w * basis * basis)
+                grid = np.geomspace(widths[0], widths[-1], 50)
+                ax.plot(grid, np.abs(scale) * grid**-beta, "-", lw=0.8,
+                        color=bars[0].get_color(), alpha=0.7)
+        floor_row = rows[len(widths)]
+        floor_se = np.mean([c["stderr"] for c in floor_row["comparisons"]
+                            if c["statistic"].startswith("E ")])
+        floor_gap = np.sqrt(np.mean([(c["value"] - c["reference"]) ** 2
+                                     for c in floor_row["comparisons"]
+                                     if c["statistic"].startswith("E ")]))
+        ax.axhline(floor_gap, color="0.4", ls=":",
+                   label=f"noise floor: RMS gap of two SDE runs ({floor_gap:.4f})")
+        ax.axhline(2 * floor_se, color="0.6", ls="-.", label="2 SE (mean over f)")
+        for row in rows[len(widths) + 1:]:
+            d = max(abs(c["value"] - c["reference"]) for c in row["comparisons"]
+                    if c["statistic"].startswith("E "))
+            shown.append(d)
+            ax.plot([widths[-1] * 1.12], [d], "x", ms=9, mew=2,
+                    label=f"{row['source']} (largest gap)")
+        shown = [v for v in shown + [floor_gap, 2 * floor_se] if v > 0 and math.isfinite(v)]
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(widths)
+        ax.set_xticklabels([str(n) for n in widths])
+        if shown:
+            ax.set_ylim(min(shown) / 2, max(shown) * 2)
+        rate = (f"fitted $\\beta$ = {fit['exponent']:.2f} ± {fit['exponent_stderr']:.2f}"
+                if fit.get("resolved") else "no rate resolved")
+        ax.set_xlabel("width n (depth d = T·n)")
+        ax.set_ylabel(r"$|\mathrm{E}\,f(\mathrm{network}) - \mathrm{E}\,f(\mathrm{SDE})|$")
+        ax.set_title(f"{title}\n{counts}; bars ±1 SE; lines $C_f n^{{-\\beta}}$, {rate}",
+                     fontsize=8)
+        ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+        fig.tight_layout()
+        fig.savefig(f"{out}/smooth_gaps.png", dpi=130)
+        plt.close(fig)
 
 
 if __name__ == "__main__":
