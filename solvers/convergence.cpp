@@ -8,8 +8,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "ncsde/analytic.hpp"
 
@@ -64,6 +69,53 @@ strong_error_measure functional_error(functional f) {
 }
 
 namespace detail {
+
+bool run_shared(const path_sharing& sharing, long long total, long long block_size,
+                const std::function<void(path_range)>& run, const std::vector<path_slots>& slots) {
+  if (!sharing.mine || !sharing.gather)
+    throw_invalid_argument("convergence", "sharing", "incomplete", "both mine and gather set");
+  // A share's bytes: its range, then for each slot array the slots of the range's paths in it.
+  auto cut = [](const path_slots& s, path_range r) {
+    return path_range{std::max(r.first, s.first), std::min(r.last, s.last)};
+  };
+  const std::optional<std::vector<std::string>> pieces = sharing.gather([&] {
+    const path_range mine = sharing.mine(total, block_size);
+    run(mine);
+    std::string bytes(2 * sizeof(long long), '\0');
+    std::memcpy(bytes.data(), &mine.first, sizeof(long long));
+    std::memcpy(bytes.data() + sizeof(long long), &mine.last, sizeof(long long));
+    for (const path_slots& s : slots) {
+      const path_range c = cut(s, mine);
+      if (c.empty()) continue;
+      const char* from = static_cast<const char*>(s.data) +
+                         static_cast<std::size_t>(c.first - s.first) * s.bytes_per_path;
+      bytes.append(from, static_cast<std::size_t>(c.size()) * s.bytes_per_path);
+    }
+    return bytes;
+  });
+  if (!pieces) return false;
+  for (const std::string& bytes : *pieces) {
+    path_range r;
+    if (bytes.size() < 2 * sizeof(long long))
+      throw_invalid_argument("convergence", "share", bytes.size(), "a range header");
+    std::memcpy(&r.first, bytes.data(), sizeof(long long));
+    std::memcpy(&r.last, bytes.data() + sizeof(long long), sizeof(long long));
+    std::size_t at = 2 * sizeof(long long);
+    for (const path_slots& s : slots) {
+      const path_range c = cut(s, r);
+      if (c.empty()) continue;
+      const std::size_t n = static_cast<std::size_t>(c.size()) * s.bytes_per_path;
+      if (bytes.size() < at + n)
+        throw_invalid_argument("convergence", "share", bytes.size(),
+                               fmt::format("the slots of paths [{}, {})", r.first, r.last));
+      std::memcpy(static_cast<char*>(s.data) +
+                      static_cast<std::size_t>(c.first - s.first) * s.bytes_per_path,
+                  bytes.data() + at, n);
+      at += n;
+    }
+  }
+  return true;
+}
 
 linear_fit fit_log_errors(const std::vector<double>& x, const std::vector<double>& errors,
                           const std::vector<double>& errors_stderr) {

@@ -113,6 +113,17 @@ std::optional<std::vector<std::string>> gather_pieces(MPI_Comm comm,
   return pieces;
 }
 
+path_sharing rank_sharing(MPI_Comm comm, int root) {
+  path_sharing s;
+  s.mine = [comm](long long paths, long long block_size) {
+    return rank_paths(paths, block_size, rank_of(comm), size_of(comm));
+  };
+  s.gather = [comm, root](const std::function<std::string()>& piece) {
+    return gather_pieces(comm, piece, root);
+  };
+  return s;
+}
+
 std::optional<ensemble_result> run_distributed(MPI_Comm comm,
                                                const std::function<ensemble_partial()>& piece,
                                                const ensemble_options& opt, int root) {

@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
     try {
       // The commands that split their work over MPI ranks; the others refuse more than one rank.
       const std::string& name = sub->get_name();
-      if (name != "simulate" && name != "sample-network" && name != "validate" && name != "blowup")
+      if (name != "simulate" && name != "sample-network" && name != "validate" &&
+          name != "blowup" && name != "convergence")
         require_one_rank(name);
       return action();
     } catch (const ncsde::invalid_argument& e) {

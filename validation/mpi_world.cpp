@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -89,7 +90,8 @@ void require_one_rank(std::string_view command) {
   if (the_world.size > 1)
     throw_invalid_argument(fmt::format("ncsde {}", command), "mpirun -np", the_world.size,
                            "1: this command runs on one process (under mpirun, simulate, "
-                           "sample-network, validate and blowup split their work over the ranks)");
+                           "sample-network, validate, blowup and convergence split their work over "
+                           "the ranks)");
 }
 
 bool on_every_rank(bool ok) {
@@ -137,6 +139,15 @@ std::optional<networks::network_ensemble> sample_over_ranks(
   return networks::merge_network_pieces(std::move(pieces));
 #else
   return std::nullopt;  // the_world.active is never true without MPI
+#endif
+}
+
+std::shared_ptr<const path_sharing> world_sharing() {
+  if (!the_world.active) return nullptr;
+#ifdef NCSDE_HAVE_MPI
+  return std::make_shared<const path_sharing>(mpi::rank_sharing(MPI_COMM_WORLD));
+#else
+  return nullptr;       // the_world.active is never true without MPI
 #endif
 }
 

@@ -2,7 +2,7 @@
 /// The program under mpirun. When ncsde is built with MPI (ncsde::mpi) and started by mpirun or
 /// mpiexec (Open MPI's OMPI_COMM_WORLD_SIZE, PMI's PMI_SIZE or PMIx's PMIX_RANK in the
 /// environment), main() starts MPI (mpi_session) and the commands that distribute their work
-/// (`ncsde simulate`, `ncsde sample-network`) split it over the ranks; rank 0 writes every output, and the other ranks'
+/// (`ncsde simulate`, `sample-network`, `validate`, `blowup`, `convergence`) split it over the ranks; rank 0 writes every output, and the other ranks'
 /// stdout and stderr go to /dev/null (a failure on any rank reaches rank 0 as a message: ncsde/mpi.hpp).
 /// Started any other way the program is one process, with or without MPI built in.
 #include <filesystem>
@@ -68,6 +68,10 @@ std::optional<ensemble_result> run_over_ranks(const models::model_instance& sde,
 std::optional<networks::network_ensemble> sample_over_ranks(
     const models::network_instance& net, const matrix& v0, int d, networks::network_options opt,
     const std::optional<std::string>& pending = std::nullopt);
+
+/// The world's ranks as a path_sharing for the drivers that take one (convergence): null without
+/// mpirun (one process runs every path), else mpi::rank_sharing(MPI_COMM_WORLD) with root 0.
+std::shared_ptr<const path_sharing> world_sharing();
 
 /// Rank 0 creates --out `out` (when given) in `file` before the run; every rank learns whether it
 /// could (on_every_rank), so that none starts a run that rank 0 has left. False on every rank

@@ -74,6 +74,7 @@
 #include "ncsde/brownian.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/executor.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/schemes.hpp"
 #include "ncsde/statistics.hpp"
@@ -173,6 +174,10 @@ struct convergence_options {
   /// problem's diffusion_derivative when it has one.
   milstein_derivative derivative = milstein_derivative::automatic;
   progress_mode progress = progress_mode::automatic;
+  /// Null: this process runs every path. Otherwise (MPI: mpi::rank_sharing) it runs its share,
+  /// the root returns the series, bit for bit the one-process ones (seconds aside), and the other
+  /// processes an empty vector.
+  std::shared_ptr<const path_sharing> sharing;
 };
 
 /// One error series: a scheme's strong or weak errors over the levels and the fitted order.
@@ -205,6 +210,21 @@ namespace detail {
 using control_stepper = euler_maruyama<>;
 /// Its index in the registry.
 inline constexpr std::size_t control_scheme = builtin_schemes::index_of<control_stepper>;
+
+/// Per-path result slots of a driver: paths [first, last) own bytes_per_path bytes each, path p's
+/// at data + (p − first)·bytes_per_path.
+struct path_slots {
+  void* data = nullptr;
+  std::size_t bytes_per_path = 0;
+  long long first = 0, last = 0;
+};
+
+/// Runs `run` on this process's share of the paths [0, total) (sharing.mine, whole blocks of
+/// block_size), then gathers every share's slots at the root (sharing.gather) and writes them into
+/// `slots` there: the root's slots end as one process running [0, total) would leave them. True
+/// on the root, false elsewhere (whose slots hold only its own share).
+bool run_shared(const path_sharing& sharing, long long total, long long block_size,
+                const std::function<void(path_range)>& run, const std::vector<path_slots>& slots);
 
 /// Checks options against a problem and resolves the defaults; throws ncsde::invalid_argument.
 struct convergence_plan {
@@ -584,17 +604,35 @@ std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp
   xopt.block_size = 8;
   xopt.progress = opt.progress;
   xopt.label = "convergence " + cp.name;
-  execute(
-      path_range{0, total}, xopt,
-      [&] {
-        return detail::convergence_worker<S>{detail::convergence_kernel<S>(cp, plan, values),
-                                             plan,
-                                             values_per_path.data(),
-                                             extended.data(),
-                                             exits.data(),
-                                             extended_exits.data()};
-      },
-      [](const block_info&, path_range&&) {});
+  auto run = [&](path_range range) {
+    execute(
+        range, xopt,
+        [&] {
+          return detail::convergence_worker<S>{detail::convergence_kernel<S>(cp, plan, values),
+                                               plan,
+                                               values_per_path.data(),
+                                               extended.data(),
+                                               exits.data(),
+                                               extended_exits.data()};
+        },
+        [](const block_info&, path_range&&) {});
+  };
+  if (!opt.sharing) {
+    run(path_range{0, total});
+  } else {
+    const auto slots = [](auto& v, long long per_path, long long first, long long last) {
+      return detail::path_slots{v.data(), sizeof(v[0]) * static_cast<std::size_t>(per_path), first,
+                                last};
+    };
+    const auto ns_ll = static_cast<long long>(ns);
+    const auto next = static_cast<long long>(plan.extended.size());
+    if (!detail::run_shared(
+            *opt.sharing, total, xopt.block_size, run,
+            {slots(values_per_path, per_path, 0, plan.paths),
+             slots(extended, per_extended, plan.paths, total), slots(exits, ns_ll, 0, plan.paths),
+             slots(extended_exits, next, plan.paths, total)}))
+      return {};
+  }
   // Per scheme: the mean of the weak samples minus E f(V_T) is mean(sample) + offset.
   const double h_control = plan.span / static_cast<double>(plan.n_fine / plan.control_ratio);
   const double control_offset =
@@ -653,6 +691,8 @@ struct adaptive_convergence_options {
   bool weak = true;
   milstein_derivative derivative = milstein_derivative::automatic;
   progress_mode progress = progress_mode::automatic;
+  /// As convergence_options::sharing: the root returns the series, the other processes nothing.
+  std::shared_ptr<const path_sharing> sharing;
 };
 
 /// One series of the adaptive study: a scheme's strong or weak errors under one controller over the
@@ -836,13 +876,23 @@ std::vector<adaptive_convergence_series> run_adaptive_convergence(
   xopt.block_size = 8;
   xopt.progress = opt.progress;
   xopt.label = "adaptive convergence " + cp.name;
-  execute(
-      path_range{0, plan.paths}, xopt,
-      [&] {
-        return detail::adaptive_worker<S>{detail::adaptive_kernel<S>(cp, plan), plan,
-                                          values.data()};
-      },
-      [](const block_info&, path_range&&) {});
+  auto run = [&](path_range range) {
+    execute(
+        range, xopt,
+        [&] {
+          return detail::adaptive_worker<S>{detail::adaptive_kernel<S>(cp, plan), plan,
+                                            values.data()};
+        },
+        [](const block_info&, path_range&&) {});
+  };
+  if (!opt.sharing)
+    run(path_range{0, plan.paths});
+  else if (!detail::run_shared(
+               *opt.sharing, plan.paths, xopt.block_size, run,
+               {detail::path_slots{
+                   values.data(), sizeof(double) * static_cast<std::size_t>(plan.values_per_path()),
+                   0, plan.paths}}))
+    return {};
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return detail::summarize_adaptive(cp.name, cp.effective_noise(), plan, values,

@@ -34,8 +34,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -80,6 +82,19 @@ struct block_grid {
     const path_range cut{std::max(range.first, full.first), std::min(range.last, full.last)};
     return {b, cut, cut == full};
   }
+};
+
+/// A share-out of one driver's paths over cooperating processes (MPI ranks:
+/// ncsde::mpi::rank_sharing in ncsde/mpi.hpp; the solver layer itself knows no MPI). `mine(paths,
+/// block_size)` is the contiguous range of whole blocks this process runs; `gather(piece)` runs
+/// `piece` here and collects every process's bytes at the root, in process order (which is path
+/// order), nullopt on the other processes; a failure on any process is thrown on every one.
+/// A driver given a sharing runs its share, sends its per-path results, and the root finishes the
+/// run as one process would: the root's results are the one-process results bit for bit.
+struct path_sharing {
+  std::function<path_range(long long paths, long long block_size)> mine;
+  std::function<std::optional<std::vector<std::string>>(const std::function<std::string()>&)>
+      gather;
 };
 
 struct executor_options {

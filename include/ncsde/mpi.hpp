@@ -62,6 +62,11 @@ std::optional<ensemble_result> run_distributed(MPI_Comm comm,
                                                const std::function<ensemble_partial()>& piece,
                                                const ensemble_options& opt, int root = 0);
 
+/// The ranks of `comm` as a path_sharing (executor.hpp) for the drivers that take one
+/// (convergence_options::sharing, adaptive_convergence_options::sharing): rank r runs rank_paths'
+/// range, the pieces go to `root` by gather_pieces. The communicator must outlive the sharing.
+path_sharing rank_sharing(MPI_Comm comm, int root = 0);
+
 /// run_ensemble(stepper, prob, iopt, opt) over the ranks of `comm`: the result on `root`, bit for
 /// bit the one-process result (timing aside), nullopt on the other ranks.
 template <class Stepper, class S, class State>

@@ -84,9 +84,12 @@ def loads_strict(text: str):
 
 
 def without_timing(summary_json: str):
-    """A JSON summary parsed, without its "seconds" (the one field that differs between runs)."""
+    """A JSON summary parsed, without its "seconds" (the one field that differs between runs); of
+    an array of objects (convergence series), without each one's."""
     d = json.loads(summary_json)
-    d.pop("seconds", None)
+    for item in d if isinstance(d, list) else [d]:
+        if isinstance(item, dict):
+            item.pop("seconds", None)
     return d
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctest cli_mpi: `ncsde simulate`, `sample-network`, `validate` and `blowup` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
+"""ctest cli_mpi: `ncsde simulate`, `sample-network`, `validate`, `blowup` and `convergence` under mpirun (NCSDE=<path to ncsde> MPIEXEC=<mpiexec> python3
 test_mpi.py; registered when ncsde is built with MPI).
 
  1. `mpirun -np N ncsde simulate …` for N = 1, 2, 3 writes exactly the one-process run's JSON
@@ -8,7 +8,8 @@ test_mpi.py; registered when ncsde is built with MPI).
     stopped paths and two threads per rank; only rank 0 prints;
  1b. `mpirun -np N ncsde sample-network …` likewise (90 networks: 90, 45 + 45, 30 + 30 + 30), and
     `ncsde validate` (each width's networks split over 2 and 3 ranks, the SDEs on rank 0) and
-    `ncsde blowup` (adaptive steps, 2 and 3 ranks);
+    `ncsde blowup` (adaptive steps, 2 and 3 ranks) and `ncsde convergence` (fixed steps, strong
+    and weak, with --plots, and the adaptive study; 1, 2 and 3 ranks);
  2. a failure on a rank (a cone exit under --pd-policy throw) ends the job: every rank exits, the
     exit code is 1 and the message names the lowest failing rank (the one holding the lowest
     failing path), no hang;
@@ -99,6 +100,33 @@ class MpiCli(CliTestCase):
             with self.subTest(np=np):
                 out = self.mpirun_ok(np, *run, "--format", "json")
                 self.assertEqual(without_timing(out), without_timing(whole_json))
+
+    def test_ranks_give_the_one_process_convergence(self):
+        # convergence: each problem's paths over the ranks (blocks of 8: 100 paths are 13 blocks,
+        # cut 6 + 7 and 4 + 4 + 5), the errors and fits computed at rank 0; fixed steps with the
+        # strong and weak series, and the adaptive study.
+        d = self.scratch_dir()
+        fixed = ["convergence", "--problem", "noncommutative", "--paths", "100", "--levels", "3",
+                 "--seed", "4", "--threads", "1"]
+        adaptive = ["convergence", "--problem", "gbm", "--step-control", "increment", "--paths",
+                    "60", "--levels", "3", "--seed", "4", "--threads", "1"]
+        whole_json = self.run_ok(*fixed, "--format", "json")
+        whole_table = self.run_ok(*fixed)
+        whole_adaptive = self.run_ok(*adaptive, "--format", "json")
+        self.run_ok(*fixed, "--plots", d / "one")
+        for np in (1, 2, 3):
+            with self.subTest(np=np):
+                out = self.mpirun_ok(np, *fixed, "--format", "json")
+                self.assertEqual(without_timing(out), without_timing(whole_json))
+                table = self.mpirun_ok(np, *fixed)
+                self.assertEqual(table_without_timing(table), table_without_timing(whole_table))
+                out = self.mpirun_ok(np, *adaptive, "--format", "json")
+                self.assertEqual(without_timing(out), without_timing(whole_adaptive))
+        self.mpirun_ok(3, *fixed, "--plots", d / "three")
+        self.assertEqual(without_timing((d / "three" / "convergence.json").read_text()),
+                         without_timing((d / "one" / "convergence.json").read_text()))
+        self.assertEqual(sorted(p.name for p in (d / "three").iterdir()),
+                         sorted(p.name for p in (d / "one").iterdir()))
 
     # ---- 2. a failing rank ends the job ----
     def test_failing_rank_ends_the_job(self):

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -197,6 +200,78 @@ TEST_CASE("results are bit-identical for any number of threads") {
   // A different seed gives different paths.
   o.seed = 7;
   CHECK(s.run(o)[0].errors != runs[0][0].errors);
+}
+
+namespace {
+
+/// k pseudo-processes run one after another inside gather: the share-out of MPI ranks (contiguous
+/// whole blocks, pieces in process order) without MPI.
+ncsde::path_sharing sequential_sharing(int k) {
+  auto current = std::make_shared<int>(0);
+  ncsde::path_sharing s;
+  s.mine = [current, k](long long paths, long long block) {
+    const long long blocks = (paths + block - 1) / block;
+    const long long b0 = *current * blocks / k, b1 = (*current + 1) * blocks / k;
+    return ncsde::path_range{std::min(paths, b0 * block), std::min(paths, b1 * block)};
+  };
+  s.gather = [current, k](const std::function<std::string()>& piece) {
+    std::vector<std::string> out;
+    for (int r = 0; r < k; ++r) {
+      *current = r;
+      out.push_back(piece());
+    }
+    return std::optional<std::vector<std::string>>(std::move(out));
+  };
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("results are bit-identical when the paths are shared out (path_sharing, as over MPI)") {
+  // The coupled EM control (no martingale control): EM's weak series runs on the extended paths
+  // [24, 50), which fill slot arrays of their own.
+  const auto cp = noncommutative(/*martingale=*/false);
+  convergence_options o = quick(24, 3);
+  o.weak_paths = 50;
+  o.threads = 2;
+  const std::vector<convergence_series> whole = ncsde::run_convergence(cp, o);
+  REQUIRE(std::any_of(whole.begin(), whole.end(), [](const auto& r) { return r.paths == 50; }));
+  for (const int k : {1, 2, 3, 7}) {
+    CAPTURE(k);
+    o.sharing = std::make_shared<const ncsde::path_sharing>(sequential_sharing(k));
+    const std::vector<convergence_series> shared = ncsde::run_convergence(cp, o);
+    REQUIRE(shared.size() == whole.size());
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      CHECK(shared[i].errors == whole[i].errors);
+      CHECK(shared[i].errors_stderr == whole[i].errors_stderr);
+      CHECK(shared[i].cone_exits == whole[i].cone_exits);
+      CHECK(shared[i].paths == whole[i].paths);
+    }
+  }
+  // A process other than the root (gather returns nothing there) returns no series.
+  ncsde::path_sharing other = sequential_sharing(2);
+  other.gather = [](const std::function<std::string()>& piece) {
+    (void)piece();
+    return std::optional<std::vector<std::string>>();
+  };
+  o.sharing = std::make_shared<const ncsde::path_sharing>(other);
+  CHECK(ncsde::run_convergence(cp, o).empty());
+
+  // The adaptive study likewise (gbm has a pathwise solution).
+  ncsde::adaptive_convergence_options a;
+  a.paths = 40;
+  a.levels = 3;
+  a.seed = 5;
+  a.progress = ncsde::progress_mode::off;
+  const auto& g = study("gbm");
+  const auto adaptive_whole = g.run_adaptive(a);
+  a.sharing = std::make_shared<const ncsde::path_sharing>(sequential_sharing(3));
+  const auto adaptive_shared = g.run_adaptive(a);
+  REQUIRE(adaptive_shared.size() == adaptive_whole.size());
+  for (std::size_t i = 0; i < adaptive_whole.size(); ++i) {
+    CHECK(adaptive_shared[i].errors == adaptive_whole[i].errors);
+    CHECK(adaptive_shared[i].cost == adaptive_whole[i].cost);
+  }
 }
 
 TEST_CASE("measured orders on the standard problems (small fixed-seed runs)" *

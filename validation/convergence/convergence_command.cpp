@@ -34,6 +34,7 @@
 
 #include "command.hpp"
 #include "models/step_flags.hpp"
+#include "mpi_world.hpp"
 #include "ncsde/convergence.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/schemes.hpp"
@@ -101,6 +102,8 @@ int run_adaptive_command(const convergence_args& a, const std::vector<convergenc
   opt.first_level = a.first_level;
   opt.strong = a.kind != "weak";
   opt.weak = a.kind != "strong";
+  opt.sharing = world_sharing();
+  const bool root = world().rank == 0;
   const std::vector<std::string> schemes =
       a.scheme == "all" ? scheme_names() : std::vector<std::string>{a.scheme};
   const bool table = a.format == "table";
@@ -117,6 +120,7 @@ int run_adaptive_command(const convergence_args& a, const std::vector<convergenc
     for (const std::string& scheme : schemes) {
       opt.scheme = scheme;
       const std::vector<adaptive_convergence_series> rows = s.run_adaptive(opt);
+      if (!root) continue;  // under mpirun the series are rank 0's
       if (table) {
         const std::string text = adaptive_convergence_table(rows);
         std::cout << (all.empty() ? text : text.substr(text.find('\n') + 1)) << std::flush;
@@ -128,6 +132,7 @@ int run_adaptive_command(const convergence_args& a, const std::vector<convergenc
       all.insert(all.end(), rows.begin(), rows.end());
     }
   }
+  if (!root) return exit_ok;
   if (table)
     std::cout << "order(cost): slope of log error on log(1/steps per path); ratio: fixed / "
                  "adaptive error at the finest tolerance's cost (* outside the fixed ladder)\n";
@@ -153,11 +158,13 @@ int run_convergence_command(const convergence_args& a) {
   // is created as a temporary, which replaces the file only once the run has succeeded.
   const std::filesystem::path script(NCSDE_PLOT_SCRIPT);
   const std::filesystem::path dir(a.plots);
+  // Under mpirun rank 0 writes every output; the ranks split each problem's paths.
   std::vector<std::unique_ptr<output_file>> plots;  // convergence.json
   if (!a.plots.empty())
     if (const int failed =
-            open_plot_files("convergence", script.string(), dir, {"convergence.json"}, plots))
+            open_plots_on_rank0("convergence", script.string(), dir, {"convergence.json"}, plots))
       return failed;
+  const bool root = world().rank == 0;
 
   convergence_options opt;
   opt.seed = a.seed;
@@ -170,6 +177,7 @@ int run_convergence_command(const convergence_args& a) {
   if (a.scheme != "all") opt.schemes = {a.scheme};
   opt.strong = a.kind != "weak";
   opt.weak = a.kind != "strong";
+  opt.sharing = world_sharing();
 
   const bool table = a.format == "table";
   std::vector<convergence_series> all;
@@ -188,6 +196,7 @@ int run_convergence_command(const convergence_args& a) {
     }
     all.insert(all.end(), rows.begin(), rows.end());
   }
+  if (!root) return exit_ok;  // the other ranks have sent their paths to rank 0
   if (all.empty()) {
     // Weak series without a pathwise solution: the schemes of the increments only (convergence.hpp).
     std::vector<std::string> increments_only;
