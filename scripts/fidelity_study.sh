@@ -9,7 +9,7 @@
 #
 # NCSDE_LAUNCH prefixes every run (an MPI launcher: the reports are byte-identical for any rank
 # count, README "MPI"); NCSDE (default build/ncsde) is the program. Measured on 2 cores at 10⁵:
-# 2–4 minutes per configuration, about 25 minutes in all.
+# 99–506 s per configuration, 30 minutes in all (a build sharing the machine).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -34,7 +34,7 @@ def main():
           "right SDE at n → ∞ (β) |")
     print("|---|---|---|---|---|---|---|")
     for arg in sys.argv[1:]:
-        name, _, path = arg.partition("=")
+        name, _, path = arg.rpartition("=")
         with open(path) as f:
             r = json.load(f)
         first = first or r
