@@ -54,6 +54,14 @@ class ValidateCli(CliTestCase):
         for r in limit:
             self.assertEqual(len(r["gaps"]), 6)
             self.assertTrue(0 <= r["bonferroni_p"] <= 1, f"limit row {r['source']}: {r}")
+        # --check-limit: exit 1 exactly when the extrapolated verdict fails (right SDE's
+        # intercepts rejected, or a wrong SDE's not).
+        r = self.run_program(["validate", *SMALL, "--format", "json", "--threads", "2",
+                              "--check-limit"])
+        expected = 0 if (limit[0]["bonferroni_p"] >= 0.01 and
+                         all(x["bonferroni_p"] < 0.01 for x in limit[1:])) else 1
+        self.assertEqual(r.returncode, expected, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["limit"], limit)
         # Two widths: too few for a rate (the fit needs three).
         self.assertFalse(report["smooth_fit"])
 
@@ -106,6 +114,8 @@ class ValidateCli(CliTestCase):
               "(flag --limit-exponent)"], ["--limit-exponent", "0"]),
             (["limit_exponent must be 'fitted' or a number in (0, 4] (got fast)"],
              ["--limit-exponent", "fast"]),
+            (["check_limit must be two widths or more (the extrapolation to n → ∞ needs them) "
+              "(got 1 width) (flag --check-limit)"], ["--check-limit", "--n", "32"]),
             (["V0 must be at least 2x2 (ρ needs two tokens) (got a 1x1 matrix) (flag --V0)"],
              ["--V0", "1"]),
             (["--V0: malformed matrix '1,x'"], ["--V0", "1,x"]),

@@ -85,6 +85,7 @@ struct validate_args {
   std::string plots;
   std::string format = "table";
   bool check = false;
+  bool check_limit = false;
   int kept_paths = 20;
   const CLI::Option* sampler_option = nullptr;
   bool sampler_given() const { return sampler_option != nullptr && sampler_option->count() > 0; }
@@ -309,6 +310,9 @@ int run_validate(const validate_args& a) {
       throw_invalid_argument("validate", "n", widths[i],
                              fmt::format("> {} (widths strictly increasing)", widths[i - 1]));
   }
+  if (a.check_limit && widths.size() < 2)
+    throw_invalid_argument("validate", "check_limit", fmt::format("{} width", widths.size()),
+                           "two widths or more (the extrapolation to n → ∞ needs them)");
   if (!(a.stop_level > 0.0) || !std::isfinite(a.stop_level))
     throw_invalid_argument("validate", "stop_level", a.stop_level, "> 0 and finite");
   if (!(a.tail_level > 0.0) || !std::isfinite(a.tail_level))
@@ -853,6 +857,12 @@ int run_validate(const validate_args& a) {
           dir.string());
   }
   if (a.check && !(right_accepted && wrong_rejected)) return exit_failure;
+  if (a.check_limit) {
+    // The same verdict on the gaps extrapolated to n → ∞ (limits: the right SDE first).
+    bool ok = !limits.empty() && limits.front().adjusted_p >= a.alpha;
+    for (std::size_t i = 1; i < limits.size(); ++i) ok = ok && limits[i].adjusted_p < a.alpha;
+    if (!ok) return exit_failure;
+  }
   return exit_ok;
 }
 
@@ -936,6 +946,9 @@ command validate_command() {
     sub.add_flag(
         "--check", a->check,
         "Exit 1 unless the right SDE is not rejected at the largest n and every wrong SDE is");
+    sub.add_flag("--check-limit", a->check_limit,
+                 "Exit 1 unless the right SDE's gaps extrapolated to n -> inf are 0 (not rejected) "
+                 "and every wrong SDE's are not (needs two widths or more)");
     return [a]() { return run_validate_command(*a); };
   };
   return c;

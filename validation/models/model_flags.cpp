@@ -50,6 +50,7 @@ constexpr parameter_flag parameter_flags[] = {
     {"unstopped_tail_level", "--unstopped-tail-level"},
     {"alpha", "--alpha"},
     {"limit_exponent", "--limit-exponent"},
+    {"check_limit", "--check-limit"},
     {"variant", "--variants"},
     {"sampler", "--sampler"},
 };
