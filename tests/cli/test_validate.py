@@ -54,6 +54,15 @@ class ValidateCli(CliTestCase):
         for r in limit:
             self.assertEqual(len(r["gaps"]), 6)
             self.assertTrue(0 <= r["bonferroni_p"] <= 1, f"limit row {r['source']}: {r}")
+            for g in r["gaps"]:
+                # The gaps it extrapolates, one per width.
+                self.assertEqual(len(g["by_width"]), 2)
+                self.assertEqual(len(g["by_width_stderr"]), 2)
+        # The right SDE's gaps are its rows' smooth-statistic gaps at each width.
+        for i in range(2):
+            c = rows[i]["comparisons"][6]
+            self.assertAlmostEqual(limit[0]["gaps"][0]["by_width"][i], c["value"] - c["reference"],
+                                   places=15)
         # --check-limit: exit 1 exactly when the extrapolated verdict fails (right SDE's
         # intercepts rejected, or a wrong SDE's not).
         r = self.run_program(["validate", *SMALL, "--format", "json", "--threads", "2",

@@ -118,6 +118,8 @@ struct limit_row {
   std::string source;
   std::vector<comparison> gaps;
   double adjusted_p = 1.0;
+  /// The gaps it extrapolates: [functional][width], and their standard errors.
+  std::vector<std::vector<double>> by_width, by_width_stderr;
 };
 
 const std::vector<double> quantile_levels{0.05, 0.25, 0.5, 0.75, 0.95};
@@ -674,6 +676,8 @@ int run_validate(const validate_args& a) {
     limit_row right;
     right.source = "right SDE";
     right.gaps = limit_gaps(ns, smooth_stat, gaps, gap_se, limit_beta);
+    right.by_width = gaps;
+    right.by_width_stderr = gap_se;
     limits.push_back(std::move(right));
     for (std::size_t v = 0; v < wrong.size(); ++v) {
       std::vector<std::vector<double>> wg(smooth_stat.size()), ws(smooth_stat.size());
@@ -688,6 +692,8 @@ int run_validate(const validate_args& a) {
       limit_row r;
       r.source = fmt::format("wrong SDE: {}", to_string(wrong[v].variant()));
       r.gaps = limit_gaps(ns, smooth_stat, wg, ws, limit_beta);
+      r.by_width = std::move(wg);
+      r.by_width_stderr = std::move(ws);
       limits.push_back(std::move(r));
     }
     for (limit_row& r : limits) r.adjusted_p = bonferroni(r.gaps);
@@ -768,11 +774,15 @@ int run_validate(const validate_args& a) {
     nlohmann::json row;
     row["source"] = r.source;
     row["bonferroni_p"] = r.adjusted_p;
-    for (const comparison& c : r.gaps)
+    for (std::size_t f = 0; f < r.gaps.size(); ++f) {
+      const comparison& c = r.gaps[f];
       row["gaps"].push_back({{"statistic", c.statistic},
                              {"intercept", c.value},
                              {"stderr", c.stderr_},
-                             {"p_value", c.p_value}});
+                             {"p_value", c.p_value},
+                             {"by_width", r.by_width[f]},
+                             {"by_width_stderr", r.by_width_stderr[f]}});
+    }
     j["limit"].push_back(row);
   }
   j["right_accepted"] = right_accepted;

@@ -10,8 +10,8 @@ DIR/validation.json:
                         (frozen) once max_a V^aa > K at a recorded time
   stopped_fraction.png  P(max_a V^aa passes K before T) against n, with standard errors
   smooth_gaps.png       |E f(network) - E f(SDE)| of the smooth functionals against n, log-log, bars
-                        ±1 SE, the fitted rate C_f n^-beta, the noise floor (two SDE runs) and the
-                        wrong SDEs' gaps at the largest n
+                        ±1 SE, the fitted rate C_f n^-beta, the noise floor (two SDE runs) and each
+                        wrong SDE's largest gap against the networks at every n
 
 Usage: validate_plot.py DIR
 """
@@ -270,12 +270,22 @@ def main():
         ax.axhline(floor_gap, color="0.4", ls=":",
                    label=f"noise floor: RMS gap of two SDE runs ({floor_gap:.4f})")
         ax.axhline(2 * floor_se, color="0.6", ls="-.", label="2 SE (mean over f)")
-        for row in rows[len(widths) + 1:]:
-            d = max(abs(c["value"] - c["reference"]) for c in row["comparisons"]
-                    if c["statistic"].startswith("E "))
-            shown.append(d)
-            ax.plot([widths[-1] * 1.12], [d], "x", ms=9, mew=2,
-                    label=f"{row['source']} (largest gap)")
+        # The wrong SDEs against the networks at every width (the limit rows carry their gaps):
+        # the functional with the largest gap at the widest n, which stays put as n grows.
+        wrong_limits = (report.get("limit") or [])[1:]
+        for lim in wrong_limits:
+            g = max(lim["gaps"], key=lambda c: abs(c["by_width"][-1]))
+            y = np.abs(np.array(g["by_width"]))
+            shown += list(y)
+            ax.errorbar(widths, y, yerr=g["by_width_stderr"], fmt="x--", ms=8, mew=2, lw=1,
+                        capsize=2, label=f"{lim['source']}: {pretty(g['statistic'][2:])}")
+        if not wrong_limits:
+            for row in rows[len(widths) + 1:]:
+                d = max(abs(c["value"] - c["reference"]) for c in row["comparisons"]
+                        if c["statistic"].startswith("E "))
+                shown.append(d)
+                ax.plot([widths[-1] * 1.12], [d], "x", ms=9, mew=2,
+                        label=f"{row['source']} (largest gap)")
         shown = [v for v in shown + [floor_gap, 2 * floor_se] if v > 0 and math.isfinite(v)]
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
