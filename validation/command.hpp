@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace ncsde::cli {
 
@@ -109,6 +110,13 @@ struct command {
   std::string description;
   std::function<std::function<int()>(CLI::App& sub)> setup;
 };
+
+/// The program's arguments argv[1…], kept by main() for a command that records how it was called
+/// (the shards of `ncsde validate` carry their command line, which `ncsde merge` parses again).
+inline std::vector<std::string>& program_arguments() {
+  static std::vector<std::string> arguments;
+  return arguments;
+}
 
 /// `ncsde convergence`: measured strong and weak orders of the schemes (validation/convergence/).
 command convergence_command();

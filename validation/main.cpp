@@ -5,6 +5,7 @@
 /// which only rank 0 sees.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   // Under mpirun (and built with MPI) this starts MPI; rank 0 writes, the others are silent.
   const mpi_session session(argc, argv);
   if (!session.ok()) return exit_usage;
+  program_arguments().assign(argv + std::min(argc, 1), argv + argc);
   const std::vector<command> commands{
       convergence_command(), coefficients_command(),   simulate_command(),
       validate_command(),    sample_network_command(), rank_collapse_command(),

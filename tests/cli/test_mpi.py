@@ -7,7 +7,7 @@ test_mpi.py; registered when ncsde is built with MPI).
     ranks cut them 1 + 2 and 3 ranks 1 + 1 + 1; with 100 paths (2 blocks) a third rank has none;
     stopped paths and two threads per rank; only rank 0 prints;
  1b. `mpirun -np N ncsde sample-network …` likewise (90 networks: 90, 45 + 45, 30 + 30 + 30), and
-    `ncsde validate` (each width's networks split over 2 and 3 ranks, the SDEs on rank 0) and
+    `ncsde validate` (each width's networks split over 1, 2 and 3 ranks, the SDEs on rank 0) and
     `ncsde blowup` (adaptive steps, 2 and 3 ranks) and `ncsde convergence` (fixed steps, strong
     and weak, with --plots, and the adaptive study; 1, 2 and 3 ranks);
  2. a failure on a rank (a cone exit under --pd-policy throw) ends the job: every rank exits, the
@@ -84,7 +84,7 @@ class MpiCli(CliTestCase):
                "--threads", "1"]
         whole_json = self.run_ok(*run, "--format", "json")
         whole_table = self.run_ok(*run)
-        for np in (2, 3):
+        for np in (1, 2, 3):
             with self.subTest(np=np):
                 out = self.mpirun_ok(np, *run, "--format", "json")
                 self.assertEqual(without_timing(out), without_timing(whole_json))

@@ -11,7 +11,10 @@ test_shards.py).
     to ncsde merge;
  4. the same for `ncsde sample-network` (the range in [0, --networks)): shards of a stopped
     transformer run, merged, give its JSON summary, table and CSV byte for byte; shards of another
-    sampler or seed, gaps, and a simulate shard among network shards are refused.
+    sampler or seed, gaps, and a simulate shard among network shards are refused;
+ 5. the same for `ncsde validate` (samples [0, max(networks, paths))): merged shards give the
+    one-process run's JSON, table and --plots data byte for byte (timing aside); gaps, overlaps,
+    another run's shards, --out and a shard with --plots are refused.
 """
 
 
@@ -125,6 +128,55 @@ class ShardsCli(CliTestCase):
                                 "--paths-range", "0:10", "--partial", d / "y.bin", "--out",
                                 d / "y.csv")
         self.assertFalse((d / "y.bin").exists(), "a refused shard wrote its --partial file")
+
+    # ---- 5. validate shards ----
+    def test_validate_shards(self):
+        # 300 networks per width and 250 SDE paths: the samples [0, 300), where the SDE runs stop
+        # at 250 (a shard beyond them holds networks only).
+        d = self.scratch_dir()
+        run = ["--model", "attention", "--n", "8,16", "--networks", "300", "--paths", "250",
+               "--dt", "0.0078125", "--seed", "3", "--threads", "2"]
+        whole_json = self.run_ok("validate", *run, "--format", "json")
+        whole_table = self.run_ok("validate", *run)
+        self.run_ok("validate", *run, "--plots", d / "whole")
+
+        def shards(ranges, args=run, tag="val"):
+            return self.shards(d, ranges, run=args, tag=tag, command="validate")
+
+        for ranges in ([(0, 100), (100, 260), (260, 300)], [(0, 300)]):
+            with self.subTest(ranges=ranges):
+                files = shards(ranges)
+                merged = self.run_ok("merge", *reversed(files), "--format", "json")
+                self.assertEqual(without_timing(merged), without_timing(whole_json))
+                table = self.run_ok("merge", *files)
+                self.assertEqual(table_without_timing(table), table_without_timing(whole_table))
+        # With --plots: the same data files as the one-process run's.
+        files = shards([(0, 120), (120, 300)], tag="plots")
+        self.run_ok("merge", *files, "--plots", d / "merged")
+        for name in ("values.csv", "paths.csv", "validation.json"):
+            self.assertEqual((d / "merged" / name).read_bytes(), (d / "whole" / name).read_bytes(),
+                             f"merged {name} differs from the one-process run's")
+
+        # Refused: a gap, an overlap, another run's shard, mixed commands, --out, and the flags.
+        a, b, c = shards([(0, 100), (100, 260), (260, 300)])
+        self.expect_usage_error(["samples [100, 260) of the validate run are missing"], "merge",
+                                a, c)
+        (overlap,) = shards([(50, 260)], tag="overlap")
+        self.expect_usage_error(["overlaps", str(overlap)], "merge", a, overlap, c)
+        seed = [("4" if x == "3" and run[i - 1] == "--seed" else x) for i, x in enumerate(run)]
+        (other,) = shards([(260, 300)], args=seed, tag="seed4")
+        self.expect_usage_error(["another validate run", str(other)], "merge", a, b, other)
+        (sim,) = self.shards(d, [(0, 150)])
+        self.expect_usage_error(["is a shard of 'simulate'"], "merge", a, sim)
+        self.expect_usage_error(["--out", "validate"], "merge", a, b, c, "--out", d / "v.csv")
+        self.expect_usage_error(["--plots", "only for shards of ncsde validate"], "merge", sim,
+                                "--plots", d / "p")
+        self.expect_usage_error(["--paths-range", "0:301"], "validate", *run, "--paths-range",
+                                "0:301", "--partial", d / "v.bin")
+        self.expect_usage_error(["--plots", "ncsde merge --plots"], "validate", *run,
+                                "--paths-range", "0:10", "--partial", d / "v.bin", "--plots",
+                                d / "vp")
+        self.assertFalse((d / "v.bin").exists(), "a refused shard wrote its --partial file")
 
 
 if __name__ == "__main__":

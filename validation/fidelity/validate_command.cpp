@@ -3,26 +3,29 @@
 ///   ncsde validate [--model transformer] [model flags] [--V0 "…"] [--T 1] [--n 32,64,128,256]
 ///                  [--networks 10000] [--paths 10000] [--dt 0.0009765625] [--stop-level 5]
 ///                  [--tail-level 2.5] [--unstopped-tail-level 20] [--nk 0] [--sampler reduced|literal] [--variants auto]
-///                  [--alpha 0.01] [--seed 1] [--threads 0] [--plots DIR] [--format table|json]
-///                  [--check]
+///                  [--alpha 0.01] [--limit-exponent fitted] [--seed 1] [--threads 0] [--plots DIR]
+///                  [--format table|json] [--check] [--check-limit] [--paths-range A:B --partial F]
 ///
 /// For each width n the networks (depth d = T·n, n_k = n unless --nk) and the SDE (Euler–Maruyama,
 /// one run, monitored on each grid k/n) are stopped at the first time max_a V^{aa} > K
 /// (docs/maths.md §8.1, §9.5). The tested family, per n: two-sample KS distance and p-value of every ρ^{ab} and V^{aa} of
-/// V_{T∧τ}; the stopped fractions and the tail P(V¹¹_{T∧τ} ≥ K′) (two-proportion z-tests). Reported
+/// V_{T∧τ}; the smooth statistics, differences of the means of ρ^{ab} and min(V^{aa}, K) (z-tests);
+/// the stopped fractions and the tail P(V¹¹_{T∧τ} ≥ K′) (two-proportion z-tests). Reported
 /// besides: the tail P(max_a V^{aa}_T ≥ K″) of the unstopped processes (blow-up counts), which
 /// probes beyond the stop level where the convergence need not hold (so it is not in the family);
-/// quantiles of ρ¹²; and the trend of the KS distances in n. Two
+/// quantiles of ρ¹²; the trend of the KS distances in n; the rate of the smooth-statistic gaps
+/// (C_f·n^−β) and the gaps extrapolated to n → ∞ (--check-limit makes those the verdict). Two
 /// reference rows bound what "agree" can mean: a second, independent SDE run (the two-sample noise
 /// floor) and, for attention-type models, deliberately wrong SDEs (variants.hpp) compared with the
 /// widest networks — the power check: they must be rejected while the right SDE is not.
 /// A family of comparisons is rejected at level α when its Bonferroni-adjusted smallest p-value is
 /// below α. --check exits 1 unless the right SDE is not rejected at the largest n and every wrong
 /// variant is. --plots DIR writes the samples (CSV), validation.md and validation.json, and draws
-/// rho_density.png, ks_vs_n.png, sample_paths.png and stopped_fraction.png through
+/// rho_density.png, ks_vs_n.png, sample_paths.png, stopped_fraction.png and smooth_gaps.png through
 /// validation/plots/validate_plot.py. Under mpirun (mpi_world.hpp) the networks of every width are
 /// split over the ranks (sample_over_ranks) while rank 0 runs the SDEs; rank 0 compares and writes,
-/// the output byte for byte that of one process.
+/// the output byte for byte that of one process. --paths-range A:B --partial FILE makes a shard
+/// (validate_shards.hpp), which `ncsde merge` joins.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,9 +36,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -44,12 +49,15 @@
 #include <variant>
 #include <vector>
 
+#include "../../solvers/byte_codec.hpp"
 #include "command.hpp"
 #include "fidelity/fidelity.hpp"
+#include "fidelity/validate_shards.hpp"
 #include "fidelity/variants.hpp"
 #include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "models/parameter_report.hpp"
+#include "models/shards.hpp"
 #include "mpi_world.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
@@ -86,6 +94,13 @@ struct validate_args {
   std::string format = "table";
   bool check = false;
   bool check_limit = false;
+  std::string paths_range;  ///< a shard: "A:B" of the samples [0, max(networks, paths))
+  std::string partial;      ///< the shard's partial file
+  /// The command line that identifies the run in a shard (program_arguments() without the flags
+  /// that do not change the results).
+  std::vector<std::string> run_key;
+  /// Set by `ncsde merge`: the merged samples of the shards, used in place of sampling.
+  const validate_pieces* preloaded = nullptr;
   int kept_paths = 20;
   const CLI::Option* sampler_option = nullptr;
   bool sampler_given() const { return sampler_option != nullptr && sampler_option->count() > 0; }
@@ -312,6 +327,18 @@ int run_validate(const validate_args& a) {
       throw_invalid_argument("validate", "n", widths[i],
                              fmt::format("> {} (widths strictly increasing)", widths[i - 1]));
   }
+  // A shard runs the samples [A, B) of [0, max(networks, paths)): networks [A, B) ∩ [0,
+  // networks) of every width, paths [A, B) ∩ [0, paths) of every SDE run.
+  const bool shard = !a.partial.empty() || !a.paths_range.empty();
+  path_range range{0, std::max(a.networks, a.paths)};
+  if (shard) {
+    if (!a.plots.empty())
+      throw_invalid_argument("ncsde validate", "--plots", a.plots,
+                             "not given with --partial (ncsde merge --plots draws the whole run)");
+    range = check_shard_flags("validate", a.paths_range, a.partial, "", range.last);
+  }
+  const path_range sde_range{std::min(range.first, a.paths), std::min(range.last, a.paths)};
+  const path_range net_range{std::min(range.first, a.networks), std::min(range.last, a.networks)};
   if (a.check_limit && widths.size() < 2)
     throw_invalid_argument("validate", "check_limit", fmt::format("{} width", widths.size()),
                            "two widths or more (the extrapolation to n → ∞ needs them)");
@@ -401,12 +428,14 @@ int run_validate(const validate_args& a) {
     const double K = packed_size(m);
     const double entry = sizeof(vector) + 8.0 * K + 16.0 + sizeof(path_status);
     const int sde_runs = 2 + static_cast<int>(wrong.size());
-    check_sde_steps(a.t_end, a.dt, steps, a.paths, "--paths", sde_runs);
+    // A shard checks its own share: the paths and networks of its range.
+    check_sde_steps(a.t_end, a.dt, steps, sde_range.size(), "--paths", sde_runs);
     // Per SDE path: V at the stop on each width's grid and unstopped (the first run), stopped and
     // unstopped (the floor and each wrong SDE), and the comparisons' values of one functional.
     const double per_path =
         entry * static_cast<double>((widths.size() + 1) * (sde_runs - 1) + 2) + 32.0;
-    check_memory("--paths", std::to_string(a.paths), per_path * static_cast<double>(a.paths),
+    check_memory("--paths", std::to_string(a.paths),
+                 per_path * static_cast<double>(sde_range.size()),
                  fmt::format("{:.0f} bytes per path: V at the stop on {} grids and at T, for {} "
                              "SDE runs",
                              per_path, widths.size(), sde_runs));
@@ -416,7 +445,7 @@ int run_validate(const validate_args& a) {
         static_cast<double>(widths.size()) * (sizeof(networks::network_record) + 2.0 * entry) +
         2.0 * entry;
     check_memory("--networks", std::to_string(a.networks),
-                 per_network * static_cast<double>(a.networks),
+                 per_network * static_cast<double>(net_range.size()),
                  fmt::format("{:.0f} bytes per network: V at d and at the stop for {} widths",
                              per_network, widths.size()));
     const bool literal_sampler = sampler == "literal";
@@ -449,7 +478,14 @@ int run_validate(const validate_args& a) {
       return failed;
   }
 
-  const bool table = a.format == "table";
+  // A shard's partial file is created (as a temporary) before the runs, as the plots are.
+  std::optional<output_file> partial_out;
+  if (shard) {
+    partial_out.emplace("validate", "--partial", a.partial);
+    if (!partial_out->ok()) return exit_usage;
+  }
+
+  const bool table = a.format == "table" || shard;
   auto note = [&](const std::string& text) {
     if (table) std::fprintf(stderr, "%s\n", text.c_str());
   };
@@ -461,9 +497,16 @@ int run_validate(const validate_args& a) {
   floor_opt.seed = a.seed + 1;
   floor_opt.widths = {n_max};
   floor_opt.kept_paths = 0;
+  if (shard) {
+    sopt.range = sde_range;
+    floor_opt.range = sde_range;
+  }
   sde_sample reference, floor;
   std::optional<std::string> pending;
-  if (root) {
+  if (a.preloaded != nullptr) {
+    reference = a.preloaded->reference;
+    floor = a.preloaded->floor;
+  } else if (root) {
     try {
       note(fmt::format("ncsde validate: SDE, {} paths, dt = {:g} …", a.paths, a.dt));
       reference = sde->sample_sde(v0, sopt);
@@ -482,6 +525,7 @@ int run_validate(const validate_args& a) {
   nopt.threads = a.threads;
   nopt.stop_level = a.stop_level;
   nopt.continue_after_stop = true;
+  if (shard) nopt.range = net_range;
   for (std::size_t i = 0; i < widths.size(); ++i) {
     const int n = widths[i];
     const int d = static_cast<int>(std::lround(a.t_end * n));
@@ -489,6 +533,7 @@ int run_validate(const validate_args& a) {
       throw_invalid_argument("validate", "T", a.t_end,
                              fmt::format("such that d = T·n >= 1 for n = {}", n));
     nopt.seed = a.seed + 100 + i;
+    if (a.preloaded != nullptr) continue;
     note(fmt::format("ncsde validate: {} {} networks, n = d/T = {}, d = {} …", a.networks, sampler,
                      n, d));
     std::optional<networks::network_ensemble> e =
@@ -496,6 +541,7 @@ int run_validate(const validate_args& a) {
     if (e) nets.push_back(std::move(*e));
   }
   if (!root) return exit_ok;  // the other ranks have given their networks; rank 0 writes
+  if (a.preloaded != nullptr) nets = a.preloaded->nets;
 
   // 4. The wrong variants, on the widest grid.
   std::vector<sde_sample> wrong_samples;
@@ -504,8 +550,25 @@ int run_validate(const validate_args& a) {
     sde_sample_options vopt = sopt;
     vopt.kept_paths = 0;
     vopt.seed = a.seed + 2 + i;
+    if (a.preloaded != nullptr) {
+      wrong_samples.push_back(a.preloaded->wrong.at(i));
+      continue;
+    }
     note(fmt::format("ncsde validate: wrong SDE '{}' …", to_string(wrong[i].variant())));
     wrong_samples.push_back(sample_sde(wrong[i], v0, vopt));
+  }
+
+  // A shard writes its samples and stops: the report needs the whole run (ncsde merge).
+  if (shard) {
+    validate_pieces piece{std::move(reference), std::move(floor), std::move(wrong_samples),
+                          std::move(nets)};
+    partial_out->stream() << partial_file_bytes(
+        "validate",
+        serialize_validate_shard(a.run_key, range, std::max(a.networks, a.paths), piece));
+    if (!partial_out->commit()) return exit_failure;
+    std::cout << fmt::format("ncsde validate: samples [{}, {}) of {} written to {}\n", range.first,
+                             range.last, std::max(a.networks, a.paths), a.partial);
+    return exit_ok;
   }
 
   // Comparisons.
@@ -888,7 +951,261 @@ int run_validate_command(const validate_args& a) {
   }
 }
 
+/// The options of `ncsde validate`, into `a` (which must outlive `sub`'s parsing).
+void add_validate_options(CLI::App& sub, validate_args* a) {
+  a->model.model = "transformer";
+  add_model_flags(sub, a->model);
+  sub.add_option(
+      "--V0", a->v0,
+      "Initial state V0 (rows separated by ';', entries by ','); default: docs/maths.md §9.1's "
+      "V3, diagonal (1, 1.6, 0.7), correlations 0.5, 0.3, 0.7");
+  sub.add_option("--T", a->t_end, "Final time T = d/n")->capture_default_str();
+  add_integer_list(sub, "--n", a->widths, "Network widths, strictly increasing (comma-separated)")
+      ->capture_default_str();
+  sub.add_option("--networks", a->networks, "Finite networks per width")
+      ->transform(decimal_integer)
+      ->check(CLI::Range(1LL, 1'000'000'000LL))
+      ->capture_default_str();
+  sub.add_option("--paths", a->paths, "SDE paths (per SDE run)")
+      ->transform(decimal_integer)
+      ->check(CLI::Range(1LL, 1'000'000'000LL))
+      ->capture_default_str();
+  sub.add_option("--dt", a->dt, "Euler–Maruyama step; 1/(n·dt) must be an integer for every n")
+      ->capture_default_str();
+  sub.add_option("--stop-level", a->stop_level, "K: processes stop when max_a V^aa > K")
+      ->capture_default_str();
+  sub.add_option("--tail-level", a->tail_level,
+                 "K': tail functional P(V11 >= K') of the stopped processes (tested)")
+      ->capture_default_str();
+  sub.add_option(
+         "--unstopped-tail-level", a->unstopped_level,
+         "K'': tail P(max_a V^aa_T >= K'') of the unstopped processes (reported, not tested)")
+      ->capture_default_str();
+  sub.add_option("--nk", a->n_k, "Key dimension n_k of the networks (0: n_k = n)")
+      ->transform(decimal_integer)
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  a->sampler_option = sub.add_option("--sampler", a->sampler, "Finite-network sampler")
+                          ->check(CLI::IsMember({"reduced", "literal"}))
+                          ->capture_default_str();
+  sub.add_option("--variants", a->variants,
+                 "Wrong SDEs for the power check: auto (vpv and no-attention for attention-type "
+                 "models), none, or a list of vpv, no-attention-noise, no-attention")
+      ->capture_default_str();
+  sub.add_option("--alpha", a->alpha, "Family-wise level of the tests")->capture_default_str();
+  sub.add_option("--limit-exponent", a->limit_exponent,
+                 "beta of the extrapolation to n -> inf (a + c n^-beta, information): 'fitted' "
+                 "(the fitted rate of the gaps) or a number in (0, 4]")
+      ->capture_default_str();
+  sub.add_option("--seed", a->seed, "Seed of the random streams")
+      ->transform(non_negative_integer)
+      ->capture_default_str();
+  sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
+      ->transform(decimal_integer)
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");
+  sub.add_option("--format", a->format, "Output")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  sub.add_flag(
+      "--check", a->check,
+      "Exit 1 unless the right SDE is not rejected at the largest n and every wrong SDE is");
+  sub.add_flag("--check-limit", a->check_limit,
+               "Exit 1 unless the right SDE's gaps extrapolated to n -> inf are 0 (not rejected) "
+               "and every wrong SDE's are not (needs two widths or more)");
+  sub.add_option("--paths-range", a->paths_range,
+                 "A:B: sample only the networks and SDE paths [A, B) of the run (a shard; with "
+                 "--partial; ncsde merge joins the shards)");
+  sub.add_option("--partial", a->partial,
+                 "Write the shard's samples as a partial result to this file (with "
+                 "--paths-range)");
+}
+
+/// The command line that identifies a validate run in its shards: the arguments after "validate"
+/// without the flags that change no result (--threads, --format, --plots, --check, --check-limit)
+/// and without the shard's own (--paths-range, --partial).
+std::vector<std::string> run_key_of(const std::vector<std::string>& arguments) {
+  static constexpr std::string_view with_value[] = {"--paths-range", "--partial", "--threads",
+                                                    "--format", "--plots"};
+  static constexpr std::string_view flags[] = {"--check", "--check-limit"};
+  auto listed = [](const auto& list, std::string_view name) {
+    return std::find(std::begin(list), std::end(list), name) != std::end(list);
+  };
+  std::vector<std::string> key;
+  auto it = std::find(arguments.begin(), arguments.end(), "validate");
+  if (it == arguments.end()) return key;
+  for (++it; it != arguments.end(); ++it) {
+    const std::string_view token = *it;
+    const std::string_view name = token.substr(0, token.find('='));
+    if (listed(with_value, name)) {
+      if (name.size() == token.size() && std::next(it) != arguments.end()) ++it;
+      continue;
+    }
+    if (listed(flags, token)) continue;
+    key.push_back(*it);
+  }
+  return key;
+}
+
+constexpr std::string_view shard_magic = "ncsde validate shard v1\n";
+
+class shard_writer : public ncsde::detail::byte_writer<shard_writer> {
+ public:
+  using byte_writer::put;
+};
+
 }  // namespace
+
+std::string serialize_validate_shard(const std::vector<std::string>& run_key, path_range range,
+                                     long long total, const validate_pieces& pieces) {
+  shard_writer w;
+  w.out.append(shard_magic);
+  w.put(static_cast<std::uint64_t>(run_key.size()));
+  for (const std::string& t : run_key) w.put(std::string_view(t));
+  w.put(static_cast<std::int64_t>(total));
+  w.put(static_cast<std::int64_t>(range.first));
+  w.put(static_cast<std::int64_t>(range.last));
+  std::vector<const models::sde_sample*> samples{&pieces.reference, &pieces.floor};
+  for (const models::sde_sample& v : pieces.wrong) samples.push_back(&v);
+  w.put(static_cast<std::uint64_t>(samples.size()));
+  for (const models::sde_sample* v : samples) w.put(std::string_view(models::serialize(*v)));
+  w.put(static_cast<std::uint64_t>(pieces.nets.size()));
+  for (const networks::network_ensemble& e : pieces.nets)
+    w.put(std::string_view(networks::serialize(e)));
+  return std::move(w.out);
+}
+
+namespace {
+
+struct validate_shard {
+  std::vector<std::string> run_key;
+  path_range range;
+  long long total = 0;
+  validate_pieces pieces;
+};
+
+validate_shard read_validate_shard(std::string_view payload, const std::string& name) {
+  const std::string what = fmt::format("ncsde merge: {} is not a complete validate shard", name);
+  if (payload.substr(0, shard_magic.size()) != shard_magic)
+    throw invalid_argument(fmt::format("ncsde merge: {} is not a validate shard", name));
+  ncsde::detail::byte_reader in(payload.substr(shard_magic.size()), what);
+  validate_shard s;
+  for (std::size_t i = 0, n = in.count(8); i < n; ++i) s.run_key.push_back(in.string());
+  s.total = in.i64();
+  s.range.first = in.i64();
+  s.range.last = in.i64();
+  if (s.range.first < 0 || s.range.last <= s.range.first || s.range.last > s.total)
+    in.fail("a range out of order");
+  const std::size_t samples = in.count(8);
+  if (samples < 2) in.fail("fewer than two SDE samples");
+  for (std::size_t i = 0; i < samples; ++i) {
+    models::sde_sample v = models::deserialize_sde_sample(in.string());
+    if (i == 0)
+      s.pieces.reference = std::move(v);
+    else if (i == 1)
+      s.pieces.floor = std::move(v);
+    else
+      s.pieces.wrong.push_back(std::move(v));
+  }
+  for (std::size_t i = 0, n = in.count(8); i < n; ++i)
+    s.pieces.nets.push_back(networks::deserialize_network_ensemble(in.string()));
+  if (!in.done()) in.fail("trailing bytes");
+  return s;
+}
+
+std::string joined(const std::vector<std::string>& tokens) {
+  std::string out;
+  for (const std::string& t : tokens) out += (out.empty() ? "" : " ") + t;
+  return out;
+}
+
+}  // namespace
+
+int merge_validate_shards(const std::vector<std::string>& names,
+                          const std::vector<partial_file>& files, const std::string& format,
+                          const std::string& plots) {
+  std::vector<validate_shard> shards;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    shards.push_back(read_validate_shard(files[i].payload, names[i]));
+  std::vector<std::size_t> order(shards.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {
+    return shards[i].range.first < shards[j].range.first;
+  });
+  std::string named;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const validate_shard& v = shards[order[k]];
+    named += fmt::format("{}{} = {} (samples [{}, {}))", k ? ", " : "", k, names[order[k]],
+                         v.range.first, v.range.last);
+  }
+  const validate_shard& first = shards[order.front()];
+  long long next = 0;
+  for (const std::size_t i : order) {
+    const validate_shard& v = shards[i];
+    if (v.run_key != first.run_key || v.total != first.total)
+      throw invalid_argument(fmt::format(
+          "ncsde merge: {} is a shard of another validate run (its command line is '{}', not "
+          "'{}'; shards in sample order: {})",
+          names[i], joined(v.run_key), joined(first.run_key), named));
+    if (v.range.first > next)
+      throw invalid_argument(fmt::format(
+          "ncsde merge: the samples [{}, {}) of the validate run are missing (shards in sample "
+          "order: {})",
+          next, v.range.first, named));
+    if (v.range.first < next)
+      throw invalid_argument(fmt::format(
+          "ncsde merge: {} overlaps the shard before it (samples [{}, {}) twice; shards in "
+          "sample order: {})",
+          names[i], v.range.first, std::min(next, v.range.last), named));
+    if (v.pieces.wrong.size() != first.pieces.wrong.size() ||
+        v.pieces.nets.size() != first.pieces.nets.size())
+      throw invalid_argument(fmt::format(
+          "ncsde merge: {} holds samples of another shape (shards: {})", names[i], named));
+    next = v.range.last;
+  }
+  if (next != first.total)
+    throw invalid_argument(fmt::format(
+        "ncsde merge: the samples [{}, {}) of the validate run are missing (shards in sample "
+        "order: {})",
+        next, first.total, named));
+
+  // The samples joined in sample order (each piece holds its own part of every sample set).
+  validate_pieces whole;
+  auto join_sde = [&](auto pick) {
+    std::vector<models::sde_sample> parts;
+    for (const std::size_t i : order) parts.push_back(std::move(pick(shards[i].pieces)));
+    return models::merge_sde_samples(std::move(parts));
+  };
+  whole.reference = join_sde([](validate_pieces& p) -> models::sde_sample& { return p.reference; });
+  whole.floor = join_sde([](validate_pieces& p) -> models::sde_sample& { return p.floor; });
+  for (std::size_t v = 0; v < first.pieces.wrong.size(); ++v)
+    whole.wrong.push_back(
+        join_sde([v](validate_pieces& p) -> models::sde_sample& { return p.wrong[v]; }));
+  for (std::size_t w = 0; w < first.pieces.nets.size(); ++w) {
+    std::vector<networks::network_ensemble> parts;
+    for (const std::size_t i : order) parts.push_back(std::move(shards[i].pieces.nets[w]));
+    whole.nets.push_back(networks::merge_network_pieces(std::move(parts)));
+  }
+
+  // The run's own arguments, parsed as `ncsde validate` parses them, with merge's output flags.
+  validate_args a;
+  CLI::App app("ncsde validate (merged shards)");
+  add_validate_options(app, &a);
+  std::vector<std::string> tokens = first.run_key;
+  tokens.insert(tokens.end(), {"--format", format});
+  if (!plots.empty()) tokens.insert(tokens.end(), {"--plots", plots});
+  std::reverse(tokens.begin(), tokens.end());  // CLI11 takes them last first
+  try {
+    app.parse(tokens);
+  } catch (const CLI::ParseError& e) {
+    throw invalid_argument(fmt::format(
+        "ncsde merge: the shards' command line '{}' is not one of this ncsde validate ({})",
+        joined(first.run_key), e.what()));
+  }
+  a.preloaded = &whole;
+  return run_validate_command(a);
+}
 
 command validate_command() {
   command c;
@@ -898,68 +1215,11 @@ command validate_command() {
       "KS tests, power check against wrong SDEs)";
   c.setup = [](CLI::App& sub) -> std::function<int()> {
     auto a = std::make_shared<validate_args>();
-    a->model.model = "transformer";
-    add_model_flags(sub, a->model);
-    sub.add_option(
-        "--V0", a->v0,
-        "Initial state V0 (rows separated by ';', entries by ','); default: docs/maths.md §9.1's "
-        "V3, diagonal (1, 1.6, 0.7), correlations 0.5, 0.3, 0.7");
-    sub.add_option("--T", a->t_end, "Final time T = d/n")->capture_default_str();
-    add_integer_list(sub, "--n", a->widths, "Network widths, strictly increasing (comma-separated)")
-        ->capture_default_str();
-    sub.add_option("--networks", a->networks, "Finite networks per width")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(1LL, 1'000'000'000LL))
-        ->capture_default_str();
-    sub.add_option("--paths", a->paths, "SDE paths (per SDE run)")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(1LL, 1'000'000'000LL))
-        ->capture_default_str();
-    sub.add_option("--dt", a->dt, "Euler–Maruyama step; 1/(n·dt) must be an integer for every n")
-        ->capture_default_str();
-    sub.add_option("--stop-level", a->stop_level, "K: processes stop when max_a V^aa > K")
-        ->capture_default_str();
-    sub.add_option("--tail-level", a->tail_level,
-                   "K': tail functional P(V11 >= K') of the stopped processes (tested)")
-        ->capture_default_str();
-    sub.add_option(
-           "--unstopped-tail-level", a->unstopped_level,
-           "K'': tail P(max_a V^aa_T >= K'') of the unstopped processes (reported, not tested)")
-        ->capture_default_str();
-    sub.add_option("--nk", a->n_k, "Key dimension n_k of the networks (0: n_k = n)")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(0, 1 << 30))
-        ->capture_default_str();
-    a->sampler_option = sub.add_option("--sampler", a->sampler, "Finite-network sampler")
-                            ->check(CLI::IsMember({"reduced", "literal"}))
-                            ->capture_default_str();
-    sub.add_option("--variants", a->variants,
-                   "Wrong SDEs for the power check: auto (vpv and no-attention for attention-type "
-                   "models), none, or a list of vpv, no-attention-noise, no-attention")
-        ->capture_default_str();
-    sub.add_option("--alpha", a->alpha, "Family-wise level of the tests")->capture_default_str();
-    sub.add_option("--limit-exponent", a->limit_exponent,
-                   "beta of the extrapolation to n -> inf (a + c n^-beta, information): 'fitted' "
-                   "(the fitted rate of the gaps) or a number in (0, 4]")
-        ->capture_default_str();
-    sub.add_option("--seed", a->seed, "Seed of the random streams")
-        ->transform(non_negative_integer)
-        ->capture_default_str();
-    sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(0, 4096))
-        ->capture_default_str();
-    sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");
-    sub.add_option("--format", a->format, "Output")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
-    sub.add_flag(
-        "--check", a->check,
-        "Exit 1 unless the right SDE is not rejected at the largest n and every wrong SDE is");
-    sub.add_flag("--check-limit", a->check_limit,
-                 "Exit 1 unless the right SDE's gaps extrapolated to n -> inf are 0 (not rejected) "
-                 "and every wrong SDE's are not (needs two widths or more)");
-    return [a]() { return run_validate_command(*a); };
+    add_validate_options(sub, a.get());
+    return [a]() {
+      a->run_key = run_key_of(program_arguments());
+      return run_validate_command(*a);
+    };
   };
   return c;
 }

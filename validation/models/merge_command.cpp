@@ -2,14 +2,15 @@
 /// --paths-range A:B --partial FILE`, models/shards.hpp) joined into exactly the output of the run
 /// made in one process.
 ///
-///   ncsde merge FILE… [--format table|json] [--out FILE.csv]
+///   ncsde merge FILE… [--format table|json] [--out FILE.csv] [--plots DIR]
 ///
 /// The files may be given in any order; they must be of one run (the same model, V0, T, dt, seed,
 /// scheme, number of paths, …) and together cover its paths [0, paths) once: a gap, an overlap or a
 /// shard of another run is refused with the files named (exit 2). The summary (--format) and the
 /// CSV of the paths (--out) are those `ncsde simulate` prints and writes for the whole run, byte for
 /// byte, timing aside ("seconds" is the sum of the shards' times; "threads" is the first shard's).
-/// Shards of `ncsde sample-network` likewise give its summary and CSV for the whole run.
+/// Shards of `ncsde sample-network` likewise give its summary and CSV for the whole run, and shards
+/// of `ncsde validate` its report (and, with --plots, its data and plots: fidelity/validate_shards.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "fidelity/validate_shards.hpp"
 #include "models/shards.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
@@ -36,6 +38,7 @@ struct merge_args {
   std::vector<std::string> files;
   std::string out;
   std::string format = "table";
+  std::string plots;  ///< validate shards: the run's plot directory
 };
 
 /// The shards in the order of their ranges, and their names for the messages ("0 = FILE (paths
@@ -107,14 +110,23 @@ int run_merge_command(const merge_args& a) {
   for (const std::string& f : a.files) {
     files.push_back(read_partial_file(f));
     const std::string& command = files.back().command;
-    if (command != "simulate" && command != "sample-network")
+    if (command != "simulate" && command != "sample-network" && command != "validate")
       throw invalid_argument(
           fmt::format("{} is a partial result of '{}', which ncsde merge does not join (simulate, "
-                      "sample-network)",
+                      "sample-network, validate)",
                       f, command));
     if (command != files.front().command)
       throw invalid_argument(fmt::format("{} is a shard of '{}' but {} is one of '{}'", f, command,
                                          a.files.front(), files.front().command));
+  }
+  if (!a.plots.empty() && files.front().command != "validate")
+    throw_invalid_argument("ncsde merge", "--plots", a.plots,
+                           "given only for shards of ncsde validate");
+  if (files.front().command == "validate") {
+    if (!a.out.empty())
+      throw_invalid_argument("ncsde merge", "--out", a.out,
+                             "not given for shards of ncsde validate (its data go to --plots)");
+    return merge_validate_shards(a.files, files, a.format, a.plots);
   }
   if (files.front().command == "sample-network") return merge_network_shards(a, files);
 
@@ -168,7 +180,7 @@ command merge_command() {
   command c;
   c.name = "merge";
   c.description =
-      "Join the partial results of the shards of one run (simulate or sample-network "
+      "Join the partial results of the shards of one run (simulate, sample-network or validate "
       "--paths-range A:B --partial FILE) into the output of the whole run";
   c.setup = [](CLI::App& sub) -> std::function<int()> {
     auto a = std::make_shared<merge_args>();
@@ -179,6 +191,8 @@ command merge_command() {
     sub.add_option("--format", a->format, "Summary format")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
+    sub.add_option("--plots", a->plots,
+                   "Shards of validate: write the run's data, report and plots to this directory");
     return [a]() { return run_merge_command(*a); };
   };
   return c;

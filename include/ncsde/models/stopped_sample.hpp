@@ -12,6 +12,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "ncsde/concepts.hpp"
@@ -38,6 +41,9 @@ struct sde_sample_options {
   int threads = 0;
   int kept_paths = 0;  ///< paths (0..kept_paths−1) whose V is kept at save_times
   std::vector<double> save_times;
+  /// The paths to run, a piece [first, last) of [0, paths] (a shard; merge_sde_samples joins the
+  /// pieces; it may be empty); unset: all of them.
+  std::optional<path_range> range;
 };
 
 /// One sample of stopped processes: per path its status, and the upper triangle of V_{T∧τ}.
@@ -53,21 +59,34 @@ struct stopped_sample {
 
 struct sde_sample {
   int m = 0;
+  long long first = 0;  ///< the first path held (pieces of a run: sde_sample_options::range)
   std::vector<int> widths;
-  std::vector<stopped_sample> by_width;   ///< stopped at τ_n on the grid k/n, one per widths[i]
-  stopped_sample unstopped;               ///< V_T with blow-up (status blown_up) at 1e6
-  std::vector<std::vector<vector>> kept;  ///< [path][save] packed V of the first kept_paths paths
+  std::vector<stopped_sample> by_width;  ///< stopped at τ_n on the grid k/n, one per widths[i]
+  stopped_sample unstopped;              ///< V_T with blow-up (status blown_up) at 1e6
+  /// [path][save] packed V of the paths first, first + 1, … below kept_paths
+  std::vector<std::vector<vector>> kept;
   pd_counters pd;
   long long paths_with_violations = 0;
   double seconds = 0.0;
 };
 
 /// Euler–Maruyama paths of `sde` (any ncsde::Sde), path p on stream (seed, p), so the result does
-/// not depend on the thread count. Throws ncsde::invalid_argument (naming "dt" and the width) when
+/// not depend on the thread count, nor on how the paths are cut into ranges (opt.range). Throws ncsde::invalid_argument (naming "dt" and the width) when
 /// 1/(n·dt) is not an integer, or on a bad V₀/option.
 template <class S>
   requires Sde<S>
 sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& opt);
+
+/// The pieces of one run (sample_sde over consecutive ranges, in path order) joined into the
+/// sample of the whole range they cover: bit for bit the sample of one sample_sde call over it
+/// (timing aside: seconds is the pieces' sum). Throws ncsde::invalid_argument when the pieces are
+/// empty, not consecutive, or differ in m or widths.
+sde_sample merge_sde_samples(std::vector<sde_sample> pieces);
+
+/// A versioned binary form of a sample, doubles bit-exact (the shards of `ncsde validate`), and
+/// its inverse, which throws ncsde::invalid_argument on bytes that are not one.
+std::string serialize(const sde_sample& s);
+sde_sample deserialize_sde_sample(std::string_view bytes);
 
 namespace detail {
 
@@ -103,6 +122,10 @@ struct grid_observer {
 
 std::vector<long long> steps_per_layer(const sde_sample_options& opt);
 
+/// opt.range, or [0, opt.paths) when it is unset; throws ncsde::invalid_argument naming "range"
+/// when it does not lie in [0, paths] with first <= last.
+path_range sample_range(const sde_sample_options& opt);
+
 /// The cone counters of a block of sample_sde.
 struct sample_counters {
   pd_counters pd;
@@ -123,7 +146,7 @@ struct sde_sample_worker {
 
   sample_counters begin_block(const block_info&) const { return {}; }
   void run_path(long long p, sample_counters& block) {
-    const std::size_t ps = static_cast<std::size_t>(p);
+    const std::size_t ps = static_cast<std::size_t>(p - out.first);  // the path's slot
     std::fill(tracker.passed.begin(), tracker.passed.end(), 0);
     tracker.values = &at_pass;  // the worker may have moved since the last path
     integrate_options path_opt = iopt;
@@ -160,16 +183,18 @@ template <class S>
 sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& opt) {
   const std::vector<long long> per_layer = detail::steps_per_layer(opt);
   if (opt.paths < 1) throw_invalid_argument("sample_sde", "paths", opt.paths, ">= 1");
+  const path_range range = detail::sample_range(opt);
   if (!(opt.stop_level > 0.0))
     throw_invalid_argument("sample_sde", "stop_level", opt.stop_level, "> 0");
   const matrix v = validate_state("sample_sde", "V0", v0, /*require_psd=*/true);
   const int m = static_cast<int>(v.rows());
   const int K = packed_size(m);
   const std::size_t widths = opt.widths.size();
-  const std::size_t paths = static_cast<std::size_t>(opt.paths);
+  const std::size_t paths = static_cast<std::size_t>(range.size());
 
   sde_sample out;
   out.m = m;
+  out.first = range.first;
   out.widths = opt.widths;
   out.by_width.resize(widths);
   for (stopped_sample& s : out.by_width) {
@@ -178,7 +203,8 @@ sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& 
   }
   out.unstopped.status.resize(paths);
   out.unstopped.packed.assign(paths, vector(K));
-  out.kept.resize(static_cast<std::size_t>(std::max(0, opt.kept_paths)));
+  out.kept.resize(static_cast<std::size_t>(
+      std::clamp<long long>(opt.kept_paths - range.first, 0, range.size())));
 
   integrate_options iopt;
   iopt.dt = opt.dt;
@@ -198,7 +224,7 @@ sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& 
   xopt.progress = progress_mode::off;
   out.seconds =
       execute(
-          path_range{0, opt.paths}, xopt,
+          range, xopt,
           [&] {
             worker w{opt,
                      iopt,
