@@ -363,8 +363,14 @@ void run(const std::string& input) {
     check_canonical(value, false);
     check_transforms(value);
     check_names(value);
-    if (joined) {
+    if (joined && !value.empty()) {
       args.push_back(std::string(f.name) + "=" + value);
+    } else if (joined) {
+      // CLI11 reads "--x=" with nothing after '=' as "--x" and takes the next argument as its
+      // value, so the flag on the next line would not be the one given; written as "--x" "" (an
+      // explicit empty value), every flag recorded as given is one CLI11 reads.
+      args.emplace_back(f.name);
+      if (f.k != kind::flag) args.emplace_back();
     } else {
       args.emplace_back(f.name);
       if (f.k != kind::flag || !value.empty()) args.push_back(value);
