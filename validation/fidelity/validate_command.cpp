@@ -571,7 +571,9 @@ int run_validate(const validate_args& a) {
     return exit_ok;
   }
 
-  // Comparisons.
+  // Comparisons. The networks as stopped samples, once: every comparison and output reads them.
+  std::vector<stopped_sample> net_stopped;
+  for (const networks::network_ensemble& e : nets) net_stopped.push_back(stopped_of(e));
   std::vector<report_row> rows;
   const functional rho12 = correlation_functional(0, 1);
   for (std::size_t i = 0; i < widths.size(); ++i) {
@@ -580,13 +582,13 @@ int run_validate(const validate_args& a) {
     r.source = fmt::format("network n={}", r.n);
     r.reference = fmt::format("SDE, grid 1/{}", r.n);
     r.key = fmt::format("network_n{}", r.n);
-    const stopped_sample s = stopped_of(nets[i]);
+    const stopped_sample& s = net_stopped[i];
     r.comparisons = compare(m, s, reference.by_width[i], unstopped_of(nets[i]), reference.unstopped,
                             a.stop_level, a.tail_level, a.unstopped_level);
     r.rho12_quantiles = quantiles_of(s.values(rho12, m));
     rows.push_back(std::move(r));
   }
-  const stopped_sample widest_net = stopped_of(nets.back());
+  const stopped_sample& widest_net = net_stopped.back();
   const stopped_sample widest_net_unstopped = unstopped_of(nets.back());
   {
     report_row r;
@@ -746,7 +748,7 @@ int run_validate(const validate_args& a) {
       std::vector<std::vector<double>> wg(smooth_stat.size()), ws(smooth_stat.size());
       for (std::size_t i = 0; i < widths.size(); ++i) {
         const std::vector<comparison> c =
-            smooth_gaps(m, stopped_of(nets[i]), wrong_samples[v].by_width[i], a.stop_level);
+            smooth_gaps(m, net_stopped[i], wrong_samples[v].by_width[i], a.stop_level);
         for (std::size_t f = 0; f < c.size(); ++f) {
           wg[f].push_back(c[f].value - c[f].reference);
           ws[f].push_back(c[f].stderr_);
@@ -881,7 +883,7 @@ int run_validate(const validate_args& a) {
       f << "source,path,status" << packed_header(m) << '\n';
       for (std::size_t i = 0; i < widths.size(); ++i) {
         write_values(f, fmt::format("sde_n{}", widths[i]), reference.by_width[i]);
-        write_values(f, fmt::format("network_n{}", widths[i]), stopped_of(nets[i]));
+        write_values(f, fmt::format("network_n{}", widths[i]), net_stopped[i]);
       }
       write_values(f, "sde_floor", floor.by_width[0]);
       for (std::size_t i = 0; i < wrong.size(); ++i)
