@@ -3,6 +3,10 @@
 /// (an --out or --plots path found unwritable before the run included). Under mpirun
 /// (mpi_world.hpp) every rank exits with the same code, but for a failure to write an output,
 /// which only rank 0 sees.
+///
+/// `ncsde --models-library PATH <subcommand> …` first adds the models of a C++ models library
+/// (ncsde/models/models_library.hpp) to the registry, so that every command offers them and their
+/// parameters' flags (the flag may be given several times, before the subcommand).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include "command.hpp"
 #include "mpi_world.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/models/models_library.hpp"
 
 int main(int argc, char** argv) {
   using namespace ncsde::cli;
@@ -24,6 +29,30 @@ int main(int argc, char** argv) {
   const mpi_session session(argc, argv);
   if (!session.ok()) return exit_usage;
   program_arguments().assign(argv + std::min(argc, 1), argv + argc);
+  // The models libraries come first: the commands build their flags from the registry.
+  int first_word = 1;
+  std::vector<std::string> libraries;
+  while (first_word < argc) {
+    const std::string arg = argv[first_word];
+    const std::string flag = "--models-library";
+    if (arg == flag && first_word + 1 < argc) {
+      libraries.emplace_back(argv[first_word + 1]);
+      first_word += 2;
+    } else if (arg.rfind(flag + "=", 0) == 0) {
+      libraries.push_back(arg.substr(flag.size() + 1));
+      first_word += 1;
+    } else {
+      break;
+    }
+  }
+  for (const std::string& library : libraries) {
+    try {
+      ncsde::models::load_models_library(library);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ncsde: error: --models-library: %s\n", e.what());
+      return exit_usage;
+    }
+  }
   const std::vector<command> commands{
       convergence_command(), coefficients_command(),   simulate_command(),
       validate_command(),    sample_network_command(), rank_collapse_command(),
@@ -33,6 +62,9 @@ int main(int argc, char** argv) {
   CLI::App app{"ncsde: stochastic numerics for matrix-valued SDEs dV = b(t,V) dt + G(t,V) dW",
                "ncsde"};
   app.require_subcommand(1, 1);
+  app.add_option("--models-library", libraries,
+                 "A shared library of models (ncsde/models/models_library.hpp) whose models every "
+                 "command then offers; before the command, may be repeated");
   std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
   for (const command& c : commands) {
     CLI::App* sub = app.add_subcommand(c.name, c.description);
@@ -40,15 +72,15 @@ int main(int argc, char** argv) {
   }
 
   // An unknown first word is a mistyped command, not a missing one: say so.
-  if (argc > 1 && argv[1][0] != '-') {
+  if (first_word < argc && argv[first_word][0] != '-') {
     bool known = false;
     std::string names;
     for (const command& c : commands) {
-      known = known || c.name == argv[1];
+      known = known || c.name == argv[first_word];
       names += (names.empty() ? "" : ", ") + c.name;
     }
     if (!known) {
-      std::fprintf(stderr, "ncsde: error: unknown command '%s' (commands: %s)\n", argv[1],
+      std::fprintf(stderr, "ncsde: error: unknown command '%s' (commands: %s)\n", argv[first_word],
                    names.c_str());
       return exit_usage;
     }

@@ -5,67 +5,25 @@
 // is applied to the increment (no dense covariance is formed); its covariance is σ² Σ_lin(M) dt. It
 // runs a small Euler–Maruyama ensemble, prints the mean of V_T, and checks it against the exact
 // mean of the scheme; it also solves the deterministic limit with odeint (ncsde/odeint.hpp) and
-// checks it against e^{-θ t}. Exit status 0 only when both checks pass.
-#include <Eigen/Cholesky>
-
+// checks it against e^{-θ t}. Given the path of its models library (models_library.cpp), it loads
+// it and runs the same SDE as the registry model "matrix-ou", which must give the same bits.
+// Exit status 0 only when every check passes.
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "matrix_ou.hpp"
 #include "ncsde/ensemble.hpp"
+#include "ncsde/models/models_library.hpp"
 #include "ncsde/odeint.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 
-namespace {
+using downstream::matrix_ou;
 
-/// dV = θ (M − V) dt + σ L (dW + dWᵀ)/√2 Lᵀ on Sym(m), L the Cholesky factor of M.
-/// Invariant: θ > 0, σ ≥ 0, M symmetric positive definite; checked in the constructor.
-class matrix_ou {
- public:
-  /// Symmetric matrices, not the cone: the OU process leaves it with positive probability.
-  static constexpr ncsde::state_space space = ncsde::state_space::symmetric;
-  matrix_ou(double theta, double sigma, const ncsde::matrix& mean_level)
-      : m_theta(theta), m_sigma(sigma), m_mean(mean_level) {
-    if (!(theta > 0)) ncsde::throw_invalid_argument("matrix_ou", "theta", theta, "> 0");
-    if (!(sigma >= 0)) ncsde::throw_invalid_argument("matrix_ou", "sigma", sigma, ">= 0");
-    const Eigen::LLT<ncsde::matrix> llt(mean_level);
-    if (llt.info() != Eigen::Success)
-      ncsde::throw_invalid("matrix_ou", "M must be positive definite");
-    m_factor = llt.matrixL();
-  }
-
-  int noise_dimension(int m) const { return m * m; }
-
-  void drift(const ncsde::matrix& v, ncsde::matrix& out, double) const {
-    out = m_theta * (m_mean - v);
-  }
-
-  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out,
-                 double) const {
-    const Eigen::Index m = v.rows();
-    const Eigen::Map<const ncsde::matrix> w(xi.data(), m, m);
-    const ncsde::matrix w_sym = (w + w.transpose()) / std::sqrt(2.0);
-    out = m_sigma * m_factor * w_sym * m_factor.transpose();
-  }
-
-  double theta() const { return m_theta; }
-  const ncsde::matrix& mean_level() const { return m_mean; }
-
- private:
-  double m_theta;
-  double m_sigma;
-  ncsde::matrix m_mean;
-  ncsde::matrix m_factor;
-};
-static_assert(ncsde::Sde<matrix_ou>);
-
-}  // namespace
-
-int main() {
+int main(int argc, char** argv) {
   const int m = 3;
-  ncsde::matrix mean_level(m, m);
-  mean_level << 1.0, 0.3, 0.2,  //
-      0.3, 1.0, 0.3,            //
-      0.2, 0.3, 1.0;
+  const ncsde::matrix mean_level = downstream::example_mean_level();
   const ncsde::matrix v0 = 2.0 * ncsde::matrix::Identity(m, m);
   const ncsde::problem<matrix_ou> prob{matrix_ou(1.0, 0.2, mean_level), v0, 1.0, 0.0};
 
@@ -120,6 +78,21 @@ int main() {
   std::printf("ncsde downstream: deterministic limit V(T) error %.3g after %lld dopri5 steps\n",
               ode_error, ode.steps);
   if (!(ode.status == ncsde::path_status::completed && ode_error <= 1e-8)) ok = false;
+
+  // The same SDE as a registry model from the models library (models_library.cpp), given as the
+  // first argument: loaded at run time, run through the registry's type-erased handle, it must
+  // give the very same paths.
+  if (argc > 1) {
+    const std::vector<std::string> added = ncsde::models::load_models_library(argv[1]);
+    const ncsde::models::model_instance model = ncsde::models::registry().at("matrix-ou").make();
+    const ncsde::ensemble_result q = model.run_ensemble("em", v0, prob.t_end, io, eo);
+    const bool same = added == std::vector<std::string>{"matrix-ou"} &&
+                      q.terminal.mean() == r.terminal.mean() &&
+                      q.terminal.covariance() == r.terminal.covariance();
+    std::printf("ncsde downstream: models library %s: matrix-ou %s\n", argv[1],
+                same ? "bit-identical to the direct run" : "DIFFERS from the direct run");
+    ok = ok && same;
+  }
 
   std::printf("ncsde downstream: %s\n", ok ? "OK" : "FAILED");
   return ok ? 0 : 1;

@@ -4,6 +4,7 @@
     sde.drift(V)                    # (m, m)
     sde.diffusion_covariance(V)     # (m, m, m, m): Cov(dV^ab, dV^cd) / dt
     ncsde.models.list()             # every model with its parameters (name, kind, default, domain)
+    ncsde.models.load_library("libmy_models.so")   # models written in C++ (models_library.hpp)
 """
 
 from ._core import models as _models
@@ -12,5 +13,6 @@ CovarianceSde = _models.CovarianceSde
 covariance_sde = _models.covariance_sde
 list = _models.list  # noqa: A001 (the registry's listing, as ncsde.models.list())
 names = _models.names
+load_library = _models.load_library
 
-__all__ = ["CovarianceSde", "covariance_sde", "list", "names"]
+__all__ = ["CovarianceSde", "covariance_sde", "list", "load_library", "names"]

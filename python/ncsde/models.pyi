@@ -1,5 +1,6 @@
 # Type stubs of ncsde.models.
 import builtins
+import os
 from typing import Any
 
 import numpy as np
@@ -28,3 +29,6 @@ def list() -> builtins.list[dict[str, Any]]:
 
 def names() -> builtins.list[str]:
     """The registered models' names, in registration order."""
+
+def load_library(path: str | os.PathLike[str]) -> builtins.list[str]:
+    """Adds the models of a C++ models library (NCSDE_MODELS_LIBRARY); returns their names."""

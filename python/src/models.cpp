@@ -11,6 +11,7 @@
 #include "bindings.hpp"
 #include "model_handle.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/models/models_library.hpp"
 #include "ncsde/models/registry.hpp"
 #include "ncsde/symmetric.hpp"
 
@@ -233,6 +234,18 @@ The registered models in registration order: dicts with name, description, param
 with name, kind, default, help, domain, choices) and samplers (the finite networks' names).)doc");
   m.def(
       "names", [] { return models::registry().names(); }, "The registered models' names.");
+  m.def(
+      "load_library",
+      [](const py::object& path) {
+        const std::string p = py::str(py::module_::import("os").attr("fspath")(path));
+        return models::load_models_library(p);
+      },
+      py::arg("path"), R"doc(
+Adds the models of a C++ models library (a shared library defining NCSDE_MODELS_LIBRARY, built
+against this version of ncsde: ncsde/models/models_library.hpp) to the registry, so that
+covariance_sde(name, ...), simulate and sample_networks take them like the built-in models.
+Returns the names it added. ValueError naming the path when the file cannot be loaded, defines no
+models or was built against another ncsde; a name already registered raises ValueError too.)doc");
 }
 
 }  // namespace ncsde::python
