@@ -10,6 +10,7 @@ User SDEs in Python: ncsde.PythonSde(drift=f, noise_map=g, noise_dimension=k, st
 Blow-up laws: ncsde.blowup_curve(result) (as `ncsde blowup`), drawn by ncsde.plots.blowup.
 Rank collapse: ncsde.rank_collapse(model) (as `ncsde rank-collapse`), ncsde.plots.rank_collapse.
 Finite networks: ncsde.sample_networks(model, V0, n, d, ...) (as `ncsde sample-network`).
+SDE vs finite networks: ncsde.validate(model, ...) (as `ncsde validate`), ncsde.plots.validate.
 Measured orders: ncsde.convergence(...) (as `ncsde convergence`), drawn by ncsde.plots.convergence.
 The numbers are the C++ library's: a run with the same seed is bit-identical to
 `ncsde simulate ... --seed` (same model, V0, T, dt, paths, scheme, policy).
@@ -18,6 +19,7 @@ The numbers are the C++ library's: a run with the same seed is bit-identical to
 from . import models, plots
 from .blowup import blowup_curve
 from .rank_collapse import rank_collapse
+from .validate import validate
 from ._core import (
     EvaluationError,
     PdViolation,
@@ -46,4 +48,5 @@ __all__ = [
     "rank_collapse",
     "sample_networks",
     "simulate",
+    "validate",
 ]

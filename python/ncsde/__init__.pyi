@@ -1,5 +1,5 @@
 # Type stubs of the package ncsde (the compiled core ncsde._core re-exported).
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -192,6 +192,30 @@ def rank_collapse(
     """Unshaped against shaped attention in finite networks (as `ncsde rank-collapse`): depth, t
     and per form the arrays mean_rho, mean_rho_stderr, lambda_median, lambda_q25, lambda_q75,
     networks."""
+
+def validate(
+    model: str | CovarianceSde = "transformer",
+    V0: npt.ArrayLike | None = None,
+    *,
+    T: float = 1.0,
+    widths: Iterable[int] = (32, 64, 128, 256),
+    networks: int = 10000,
+    paths: int = 10000,
+    dt: float = 1.0 / 1024,
+    stop_level: float = 5.0,
+    tail_level: float = 2.5,
+    unstopped_tail_level: float = 20.0,
+    nk: int = 0,
+    sampler: str | None = None,
+    variants: str = "auto",
+    alpha: float = 0.01,
+    limit_exponent: float | str = "fitted",
+    seed: int = 1,
+    threads: int = 0,
+    **params: float | int | bool | str,
+) -> dict[str, Any]:
+    """The model's finite networks against its covariance SDE, as `ncsde validate` (bit for bit):
+    the report of `--format json` with numpy arrays, plus "table" (the rows as columns)."""
 
 def ks_two_sample(a: npt.ArrayLike, b: npt.ArrayLike) -> dict[str, float | int]:
     """Two-sample Kolmogorov–Smirnov test (the library's): distance, p_value, n1, n2."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
 
 def convergence(series: Iterable[dict[str, Any]], ax, *, kind: str | None = None,
                 problem: str | None = None):
@@ -68,3 +70,49 @@ def rank_collapse(table: dict[str, Any], ax_rho, ax_lambda=None):
         ax_lambda.set_ylabel("λ_min(V) / (tr V / m)")
         ax_lambda.legend(fontsize="small")
     return ax_rho
+
+
+def validate(report: dict[str, Any], ax, *, kind: str = "ks"):
+    """A report of ncsde.validate on ax. kind="ks": the mean KS distance of the networks to the SDE
+    against the width n (log-log), with the SDE's noise floor (an independent SDE run) and the KS
+    critical distance at the report's level; it falls to the floor as n grows when the SDE is the
+    limit. kind="smooth": the right SDE's mean gaps E_network − E_SDE of the smooth statistics
+    (ρ^ab, min(V^aa, K) at T ∧ τ) against n with ±2 standard-error bars, the fitted rate n^−β in the
+    title when the report resolves one, and each wrong SDE's largest |gap| (dashed), which does not
+    fall. Returns ax."""
+    widths = np.asarray(report["widths"], dtype=float)
+    if kind == "ks":
+        ax.plot(widths, report["mean_ks"], marker="o", label="networks vs SDE: mean KS distance")
+        ax.axhline(report["floor_mean_ks"], color="grey", ls=":",
+                   label="noise floor (independent SDE run)")
+        ax.axhline(report["ks_critical"], color="grey", ls="--", lw=0.8,
+                   label=f"KS critical distance (α = {report['alpha']:g})")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_ylabel("mean KS distance")
+    elif kind == "smooth":
+        limits = report["limit"]
+        right = next((r for r in limits if r["source"] == "right SDE"), None)
+        if right is None:
+            raise ValueError("plots.validate: the report has no smooth gaps (it needs two widths)")
+        for g in right["gaps"]:
+            ax.errorbar(widths, g["by_width"], yerr=2 * np.asarray(g["by_width_stderr"]),
+                        marker="o", ms=3, capsize=2, label=g["statistic"])
+        for r in limits:
+            if r["source"] == "right SDE":
+                continue
+            largest = np.max(np.abs(np.array([g["by_width"] for g in r["gaps"]])), axis=0)
+            ax.plot(widths, largest, ls="--", color="grey", marker="x",
+                    label=f"{r['source']}: largest |gap|")
+        ax.axhline(0.0, color="black", lw=0.6)
+        ax.set_xscale("log", base=2)
+        ax.set_ylabel("E network − E SDE")
+        fit = report.get("smooth_fit")
+        if fit and fit.get("resolved"):
+            ax.set_title(f"gaps ∝ n^−β, β = {fit['exponent']:.2f} ± {fit['exponent_stderr']:.2f}",
+                         fontsize="small")
+    else:
+        raise ValueError(f"plots.validate: kind must be 'ks' or 'smooth' (got {kind!r})")
+    ax.set_xlabel("width n (depth d = T n)")
+    ax.legend(fontsize="small")
+    return ax

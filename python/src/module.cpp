@@ -102,4 +102,7 @@ PYBIND11_MODULE(_core, m) {
   bind_convergence(m);
   bind_networks(m);
   bind_statistics(m);
+#ifdef NCSDE_PYTHON_COMMANDS
+  bind_commands(m);
+#endif
 }

@@ -1,0 +1,123 @@
+/// The `ncsde` program's dispatch (command.hpp: run_program), shared by main.cpp and the Python
+/// module, which runs commands in its own process (ncsde.validate).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "command.hpp"
+#include "mpi_world.hpp"
+#include "ncsde/error.hpp"
+#include "ncsde/models/models_library.hpp"
+
+namespace ncsde::cli {
+
+int run_program(int argc, char** argv) {
+  program_arguments().assign(argv + std::min(argc, 1), argv + argc);
+  // The models libraries come first: the commands build their flags from the registry.
+  int first_word = 1;
+  std::vector<std::string> libraries;
+  while (first_word < argc) {
+    const std::string arg = argv[first_word];
+    const std::string flag = "--models-library";
+    if (arg == flag && first_word + 1 < argc) {
+      libraries.emplace_back(argv[first_word + 1]);
+      first_word += 2;
+    } else if (arg.rfind(flag + "=", 0) == 0) {
+      libraries.push_back(arg.substr(flag.size() + 1));
+      first_word += 1;
+    } else {
+      break;
+    }
+  }
+  for (const std::string& library : libraries) {
+    try {
+      ncsde::models::load_models_library(library);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ncsde: error: --models-library: %s\n", e.what());
+      return exit_usage;
+    }
+  }
+  const std::vector<command> commands{
+      convergence_command(), coefficients_command(),   simulate_command(),
+      validate_command(),    sample_network_command(), rank_collapse_command(),
+      blowup_command(),      models_command(),         merge_command(),
+  };
+
+  CLI::App app{"ncsde: stochastic numerics for matrix-valued SDEs dV = b(t,V) dt + G(t,V) dW",
+               "ncsde"};
+  app.require_subcommand(1, 1);
+  app.add_option("--models-library", libraries,
+                 "A shared library of models (ncsde/models/models_library.hpp) whose models every "
+                 "command then offers; before the command, may be repeated");
+  std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
+  for (const command& c : commands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.description);
+    actions.emplace_back(sub, c.setup(*sub));
+  }
+
+  // An unknown first word is a mistyped command, not a missing one: say so.
+  if (first_word < argc && argv[first_word][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const command& c : commands) {
+      known = known || c.name == argv[first_word];
+      names += (names.empty() ? "" : ", ") + c.name;
+    }
+    if (!known) {
+      std::fprintf(stderr, "ncsde: error: unknown command '%s' (commands: %s)\n", argv[first_word],
+                   names.c_str());
+      return exit_usage;
+    }
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr,
+                 "ncsde: error: %s\nRun 'ncsde --help' or 'ncsde <command> --help' for usage.\n",
+                 e.what());
+    return exit_usage;
+  }
+
+  for (auto& [sub, action] : actions) {
+    if (!sub->parsed()) continue;
+    try {
+      // The commands that split their work over MPI ranks; the others refuse more than one rank.
+      const std::string& name = sub->get_name();
+      if (name != "simulate" && name != "sample-network" && name != "validate" &&
+          name != "blowup" && name != "convergence")
+        require_one_rank(name);
+      return action();
+    } catch (const ncsde::invalid_argument& e) {
+      std::fprintf(stderr, "ncsde %s: error: %s\n", sub->get_name().c_str(), e.what());
+      return exit_usage;
+    } catch (const std::bad_alloc&) {
+      // The commands refuse runs whose estimated memory exceeds what is available (limits.hpp);
+      // this is what is left when the estimate was short of the truth.
+      std::fprintf(stderr,
+                   "ncsde %s: failed: out of memory (std::bad_alloc); lower --paths, --networks "
+                   "or --n\n",
+                   sub->get_name().c_str());
+      return exit_failure;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ncsde %s: failed: %s\n", sub->get_name().c_str(), e.what());
+      return exit_failure;
+    }
+  }
+  return exit_usage;  // require_subcommand(1) makes this unreachable
+}
+
+}  // namespace ncsde::cli
