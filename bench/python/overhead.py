@@ -11,7 +11,9 @@
 2. A user SDE in Python against what a user would otherwise write: a 2×2 symmetric OU, dV = −θ(V − I)dt
    + s(Ξ + Ξᵀ)/√2, as ncsde.PythonSde (numpy callables on 8 paths per call, the engine's checks,
    streams and summaries) and as a plain numpy Euler–Maruyama advancing all paths as one (P, 2, 2)
-   array. Reported: ns per path-step of each, in process CPU time, and their ratio.
+   array, and as a batched PyTorch Euler–Maruyama (the baseline of bench/baselines/torch_em.py:
+   paths as the batch dimension, one thread, float64). Reported: ns per path-step of each, in
+   process CPU time, and the ratios PythonSde / numpy and PythonSde / torch.
 """
 import argparse
 import json
@@ -67,8 +69,34 @@ def user_sde_cost(paths, steps):
         v = v + dt * drift(v, i * dt) + noise(v, xi, i * dt)
     plain = time.process_time() - start
     n = paths * steps
-    return {"paths": paths, "steps": steps, "python_sde_ns_per_path_step": engine / n * 1e9,
-            "plain_numpy_ns_per_path_step": plain / n * 1e9, "ratio": engine / plain}
+    out = {"paths": paths, "steps": steps, "python_sde_ns_per_path_step": engine / n * 1e9,
+           "plain_numpy_ns_per_path_step": plain / n * 1e9, "ratio": engine / plain}
+    torch_s = torch_cost(paths, steps)
+    if torch_s is not None:
+        out["torch_ns_per_path_step"] = torch_s / n * 1e9
+        out["python_sde_over_torch"] = engine / torch_s
+    return out
+
+
+def torch_cost(paths, steps):
+    """The same OU as a batched PyTorch Euler–Maruyama (paths as the batch dimension, one thread,
+    float64, the baseline of bench/baselines/torch_em.py): process CPU seconds, or None without
+    torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    dt = 1.0 / steps
+    eye = torch.eye(2, dtype=torch.float64)
+    gen = torch.Generator().manual_seed(1)
+    start = time.process_time()
+    v = eye.expand(paths, 2, 2).clone()
+    for _ in range(steps):
+        g = (torch.randn((paths, 4), generator=gen, dtype=torch.float64)
+             * math.sqrt(dt)).reshape(paths, 2, 2)
+        v = v - (THETA * dt) * (v - eye) + (S / math.sqrt(2.0)) * (g + g.transpose(1, 2))
+    return time.process_time() - start
 
 
 def main():

@@ -78,21 +78,24 @@ struct lane_failure {
   }
 };
 
-/// `Scheme` on lane groups of an SDE S with a batched form, states of type State (a
+/// `Scheme` on lane groups of W = lane_width_of<S> paths of an SDE S with a batched form, states of type State (a
 /// compile-time-sized matrix or vector, or the dynamic type). One per worker thread: it holds the
 /// lane blocks and the per-lane checker.
 template <class S, class State, lane_scheme Scheme = lane_scheme::euler_maruyama>
 class lane_integrator {
  public:
   static constexpr state_space space = state_space_of<S>;
-  static constexpr int W = batch_width;
+  static constexpr int W = lane_width_of<S>;
+  using block = lane_block_of<W>;
+  using column = lane_column_of<W>;
+  using mask = lane_mask_of<W>;
   using result_type = basic_path_result<State>;
 
   /// opt: the run's resolved options (batched_run_allowed); k: the noise dimension.
   lane_integrator(const S& sde, const integrate_options& opt, std::uint64_t seed, int k)
       : m_sde(sde), m_opt(opt), m_seed(seed), m_k(k) {}
 
-  /// Runs the paths first, …, first + lanes − 1 (1 ≤ lanes ≤ batch_width) from v0 on `grid` into
+  /// Runs the paths first, …, first + lanes − 1 (1 ≤ lanes ≤ W) from v0 on `grid` into
   /// results[0, lanes); errors go to `failure` (the lowest failing lane), and a failed lane's
   /// result is unspecified.
   void run(long long first, int lanes, const State& v0, const step_grid& grid,
@@ -109,7 +112,7 @@ class lane_integrator {
     m_dw.resize(W, m_k);
     for (Eigen::Index b = 0; b < cols; ++b)
       for (Eigen::Index a = 0; a < rows; ++a) m_v.col(a + b * rows).setConstant(v0(a, b));
-    const lane_block start = m_v;
+    const block start = m_v;
     std::array<std::uint64_t, W> paths{};
     std::array<bool, W> active{};
     for (int l = 0; l < W; ++l) {
@@ -160,8 +163,11 @@ class lane_integrator {
       const double t = grid.time(i);
       const double h = grid.step_size(i);
       try {
-        lane_normals(m_seed, paths.data(), lanes, random_domain::increments,
-                     static_cast<std::uint64_t>(i), 0, m_z.data(), m_k, W);
+        // lane_normals takes up to 16 streams at a time: a wider group in chunks of batch_width.
+        for (int c = 0; c < lanes; c += batch_width)
+          lane_normals(m_seed, paths.data() + c, std::min(batch_width, lanes - c),
+                       random_domain::increments, static_cast<std::uint64_t>(i), 0, m_z.data() + c,
+                       m_k, W);
         m_dw = m_z * std::sqrt(h);  // as stream_brownian: dw = z·√dt
         m_sde.drift_lanes(m_v, m_drift, t);
         m_sde.diffusion_lanes(m_v, m_dw, m_noise, t);
@@ -171,8 +177,8 @@ class lane_integrator {
       }
       check_shape(m_drift, "drift_lanes", K);
       check_shape(m_noise, "diffusion_lanes", K);
-      const lane_mask drift_ok = m_drift.isFinite().rowwise().all();
-      lane_mask noise_ok = m_noise.isFinite().rowwise().all();
+      const mask drift_ok = m_drift.isFinite().rowwise().all();
+      mask noise_ok = m_noise.isFinite().rowwise().all();
       if constexpr (Scheme == lane_scheme::euler_maruyama) {
         m_trial = m_v + (h * m_drift + m_noise);  // euler_maruyama: v += dt·b + G dW
       } else {
@@ -279,14 +285,14 @@ class lane_integrator {
   }
 
   /// Lane l of `block` as a state.
-  State lane_state(const lane_block& block, int l) const {
+  State lane_state(const block& block, int l) const {
     State x(m_rows, m_cols);
     lane_into(block, l, x);
     return x;
   }
   /// Lane l of `block` into x (sized already, or resized once).
   template <class Out>
-  void lane_into(const lane_block& block, int l, Out& x) const {
+  void lane_into(const block& block, int l, Out& x) const {
     x.resize(m_rows, m_cols);
     for (Eigen::Index b = 0; b < m_cols; ++b)
       for (Eigen::Index a = 0; a < m_rows; ++a) x(a, b) = block(l, a + b * m_rows);
@@ -296,7 +302,7 @@ class lane_integrator {
       for (Eigen::Index a = 0; a < m_rows; ++a) m_trial(l, a + b * m_rows) = x(a, b);
   }
 
-  static void check_shape(const lane_block& out, const char* which, Eigen::Index K) {
+  static void check_shape(const block& out, const char* which, Eigen::Index K) {
     if (out.cols() != K)
       throw evaluation_error(format_message(
           "integrate: {} returned {} coordinates per lane for a state of {} coordinates", which,
@@ -382,15 +388,15 @@ class lane_integrator {
   int m_k;
   long long m_first = 0;
   Eigen::Index m_rows = 0, m_cols = 0;
-  lane_block m_v, m_trial, m_drift, m_noise, m_z, m_dw, m_factor;
+  block m_v, m_trial, m_drift, m_noise, m_z, m_dw, m_factor;
   // The commutative Milstein scheme's workspaces.
-  lane_block m_unit, m_term, m_row, m_work, m_support, m_sums;
-  std::vector<lane_block> m_columns;
+  block m_unit, m_term, m_row, m_work, m_support, m_sums;
+  std::vector<block> m_columns;
   std::vector<matrix> m_lane_iterated;  ///< [l]: lane l's I, as the per-path stepper forms it
   vector m_lane_dw, m_lane_sum;
-  lane_mask m_factored = lane_mask::Constant(false);
-  lane_column m_asymmetry = lane_column::Zero(), m_size = lane_column::Zero();
-  lane_column m_nonfinite = lane_column::Zero(), m_column = lane_column::Zero();
+  mask m_factored = mask::Constant(false);
+  column m_asymmetry = column::Zero(), m_size = column::Zero();
+  column m_nonfinite = column::Zero(), m_column = column::Zero();
   State m_x;
   matrix m_dynamic;
   std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>

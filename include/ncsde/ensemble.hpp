@@ -338,7 +338,7 @@ bool lane_form_applies(const Stepper& stepper) {
 }
 
 /// Per-thread worker of a batched ensemble (batched.hpp): the paths of a block in lane groups of
-/// batch_width, each lane on its (seed, path) stream, stepped as Fixed; a run_block worker of the
+/// lane_width_of<S>, each lane on its (seed, path) stream, stepped as Fixed; a run_block worker of the
 /// executor. The lowest failing path of a group ends the block with its error (path_failure).
 template <class S, class State, class Fixed, lane_scheme Scheme>
 class batched_ensemble_worker {
@@ -363,8 +363,9 @@ class batched_ensemble_worker {
   }
 
   void run_block(const block_info& info, block_result& block) {
-    for (long long g = info.range.first; g < info.range.last; g += batch_width) {
-      const int lanes = static_cast<int>(std::min<long long>(batch_width, info.range.last - g));
+    constexpr int W = lane_width_of<S>;
+    for (long long g = info.range.first; g < info.range.last; g += W) {
+      const int lanes = static_cast<int>(std::min<long long>(W, info.range.last - g));
       lane_failure failure;
       m_lanes.run(g, lanes, m_v0, m_c.grid, m_results, failure);
       if (failure.lane >= 0) throw path_failure{g + failure.lane, failure.error};
@@ -378,7 +379,7 @@ class batched_ensemble_worker {
   const context& m_c;
   Fixed m_v0;
   lane_integrator<S, Fixed, Scheme> m_lanes;
-  std::array<basic_path_result<Fixed>, batch_width> m_results;
+  std::array<basic_path_result<Fixed>, lane_width_of<S>> m_results;
   ensemble_path m_path;
   matrix m_dynamic;
 };

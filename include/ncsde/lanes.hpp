@@ -29,19 +29,40 @@ namespace ncsde {
 /// Paths per lane group: 8 doubles, one AVX-512 register or two AVX registers per coordinate.
 inline constexpr int batch_width = 8;
 
-/// States (or increments) of one lane group: batch_width rows (lanes) × coordinates.
-using lane_block = Eigen::Array<double, batch_width, Eigen::Dynamic>;
+/// States (or increments) of a lane group of W paths: W rows (lanes) × coordinates.
+template <int W>
+using lane_block_of = Eigen::Array<double, W, Eigen::Dynamic>;
 /// One value per lane.
-using lane_column = Eigen::Array<double, batch_width, 1>;
+template <int W>
+using lane_column_of = Eigen::Array<double, W, 1>;
 /// One flag per lane.
-using lane_mask = Eigen::Array<bool, batch_width, 1>;
+template <int W>
+using lane_mask_of = Eigen::Array<bool, W, 1>;
+
+/// The lane group of batch_width paths, the SIMD width: what the library's SDEs take.
+using lane_block = lane_block_of<batch_width>;
+using lane_column = lane_column_of<batch_width>;
+using lane_mask = lane_mask_of<batch_width>;
+
+/// The lane count of S's batched form: S::lane_width when S declares one (a multiple of
+/// batch_width, at most 64, the executor's default block: a group never spans two blocks), else
+/// batch_width. A wider group serves SDEs whose cost is per call rather than per lane (a Python
+/// SDE makes one interpreter call per group and step); lanes never interact, so a path's numbers do
+/// not depend on the width.
+template <class S>
+inline constexpr int lane_width_of = batch_width;
+template <class S>
+  requires requires { S::lane_width; }
+inline constexpr int lane_width_of<S> = S::lane_width;
 
 template <class S>
-concept BatchedSde =
-    requires(const S& s, const lane_block& v, const lane_block& xi, lane_block& out, double t) {
-      s.drift_lanes(v, out, t);
-      s.diffusion_lanes(v, xi, out, t);
-    };
+concept BatchedSde = lane_width_of<S> % batch_width == 0 && lane_width_of<S> <= 64 &&
+                     requires(const S& s, const lane_block_of<lane_width_of<S>>& v,
+                              const lane_block_of<lane_width_of<S>>& xi,
+                              lane_block_of<lane_width_of<S>>& out, double t) {
+                       s.drift_lanes(v, out, t);
+                       s.diffusion_lanes(v, xi, out, t);
+                     };
 
 /// m of the m×m states of a lane block (m² coordinates per lane).
 inline int lane_matrix_size(const lane_block& v) {
@@ -50,17 +71,19 @@ inline int lane_matrix_size(const lane_block& v) {
   return m;
 }
 
-/// Cholesky factors of the m×m states of a lane group, lane by lane: l (batch_width × m², lower
+/// Cholesky factors of the m×m states of a lane group, lane by lane: l (W × m², lower
 /// triangle, upper set to 0) gets L_l with L_l L_lᵀ = V_l in row l, by the left-looking column
 /// algorithm of detail::small_cholesky (psd.hpp) in the same order of operations, so a lane's factor
 /// is bit-identical to small_cholesky's on the same matrix. ok(l) is false when a pivot of lane l
 /// is not > 0 (or is NaN): V_l is then not numerically positive definite and row l of l is
 /// unspecified. Reads only the lower triangle of v.
-inline void lane_cholesky(const lane_block& v, int m, lane_block& l, lane_mask& ok) {
-  l.setZero(batch_width, static_cast<Eigen::Index>(m) * m);
+template <int W>
+inline void lane_cholesky(const lane_block_of<W>& v, int m, lane_block_of<W>& l,
+                          lane_mask_of<W>& ok) {
+  l.setZero(W, static_cast<Eigen::Index>(m) * m);
   ok.setConstant(true);
   auto at = [m](int i, int j) { return static_cast<Eigen::Index>(i + j * m); };
-  lane_column d, s, ljj;
+  lane_column_of<W> d, s, ljj;
   for (int j = 0; j < m; ++j) {
     d = v.col(at(j, j));
     for (int k = 0; k < j; ++k) d -= l.col(at(j, k)) * l.col(at(j, k));
@@ -79,9 +102,11 @@ inline void lane_cholesky(const lane_block& v, int m, lane_block& l, lane_mask& 
 /// round-off: smallest L_jj² ≤ 64·m·ε·max_j |V_jj|. Where the margin holds, any Cholesky
 /// factorisation of the lane (another order of the same sums, as Eigen::LLT's) succeeds too; the
 /// lanes it clears are to be decided by the factorisation they must agree with.
-inline void require_pivot_margin(const lane_block& v, int m, const lane_block& l, lane_mask& ok) {
-  lane_column smallest = lane_column::Constant(std::numeric_limits<double>::infinity());
-  lane_column largest = lane_column::Zero();
+template <int W>
+inline void require_pivot_margin(const lane_block_of<W>& v, int m, const lane_block_of<W>& l,
+                                 lane_mask_of<W>& ok) {
+  lane_column_of<W> smallest = lane_column_of<W>::Constant(std::numeric_limits<double>::infinity());
+  lane_column_of<W> largest = lane_column_of<W>::Zero();
   for (int j = 0; j < m; ++j) {
     const Eigen::Index jj = static_cast<Eigen::Index>(j + j * m);
     smallest = smallest.min(l.col(jj).square());

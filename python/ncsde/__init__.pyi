@@ -25,8 +25,8 @@ class PdViolation(RuntimeError):
 class PythonSde:
     """dX = b(t, X) dt + G(t, X) dW with b = drift(x, t), G ξ = noise_map(x, xi, t) in Python.
 
-    batched=True: x has shape (W, *state_shape), xi (W, k), results x's shape (W = 8 paths per call
-    with scheme "em", 1 otherwise); batched=False: one state and xi of shape (k,) per call (slow).
+    batched=True: x has shape (W, *state_shape), xi (W, k), results x's shape (W = 64 paths per call
+    with the batched schemes, 1 otherwise); batched=False: one state and xi of shape (k,) per call (slow).
     """
 
     def __init__(

@@ -55,7 +55,7 @@ drift(x, t) -> b at every state of the batch x;
 noise_map(x, xi, t) -> G(t, x_l) xi_l for every l (linear in xi; the engine draws xi ~ N(0, dt I)).
 
 With batched=True (the default) x has shape (W, *state_shape) and xi shape (W, k), and both
-callables return an array of x's shape: the Euler-Maruyama scheme ("em") evaluates W = 8 paths
+callables return an array of x's shape: the batched schemes ("em", "milstein-commutative") evaluate W = 64 paths
 per call (each path on its own (seed, path) random stream, so results do not depend on how paths
 are grouped), the other schemes W = 1. With batched=False they get one state (shape state_shape)
 and xi of shape (k,) per call: slow, one Python call per path and step.

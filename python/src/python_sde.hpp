@@ -4,8 +4,10 @@
 ///
 /// The callables see a batch of W states at once: drift(x, t) with x of shape (W, *state_shape)
 /// returns b at every state, noise_map(x, xi, t) with xi of shape (W, k) returns G(x_l) ξ_l in row l.
-/// The Euler–Maruyama ensembles step lane groups of W = batch_width paths (batched.hpp), each lane on
-/// its own (seed, path) stream, so one call serves W paths; other schemes call with W = 1. With
+/// The Euler–Maruyama ensembles step lane groups of W = lane_width = 64 paths (batched.hpp: the
+/// executor's block, so a call serves a whole block; the SIMD width 8 would make 8× as many
+/// interpreter calls, which is what a Python SDE costs), each lane on its own (seed, path) stream;
+/// other schemes call with W = 1. With
 /// batched=False the callables see one state (shape state_shape) and one ξ (shape (k,)) per call.
 ///
 /// Threads: copies of a python_sde are made on the engine's worker threads without the GIL, so they
@@ -68,6 +70,9 @@ template <state_space Space>
 class python_sde : public python_sde_base {
  public:
   static constexpr state_space space = Space;
+  /// Paths per call of the batched form (lanes.hpp: lane_width_of).
+  static constexpr int lane_width = 64;
+  using block = lane_block_of<lane_width>;
 
   int noise_dimension(int) const { return callbacks->k; }
 
@@ -81,11 +86,9 @@ class python_sde : public python_sde_base {
   }
 
   /// out = b(t, V_l) in row l (coordinates in Eigen's storage order, lanes.hpp).
-  void drift_lanes(const lane_block& v, lane_block& out, double t) const {
-    lanes(v, nullptr, out, t);
-  }
+  void drift_lanes(const block& v, block& out, double t) const { lanes(v, nullptr, out, t); }
   /// out = G(t, V_l) ξ_l in row l.
-  void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const {
+  void diffusion_lanes(const block& v, const block& xi, block& out, double t) const {
     lanes(v, &xi, out, t);
   }
 
@@ -101,10 +104,10 @@ class python_sde : public python_sde_base {
         [&](int, Eigen::Index a, Eigen::Index b, double value) { out(a, b) = value; }, t);
   }
 
-  void lanes(const lane_block& v, const lane_block* xi, lane_block& out, double t) const {
+  void lanes(const block& v, const block* xi, block& out, double t) const {
     check_cancelled();
     const Eigen::Index r = rows;
-    out.resize(batch_width, v.cols());
+    out.resize(lane_width, v.cols());
     auto get = [&](int l, Eigen::Index a, Eigen::Index b) { return v(l, a + b * r); };
     auto put = [&](int l, Eigen::Index a, Eigen::Index b, double value) {
       out(l, a + b * r) = value;
@@ -112,10 +115,10 @@ class python_sde : public python_sde_base {
     const coefficient which = xi ? coefficient::noise_map : coefficient::drift;
     if (callbacks->batched) {
       evaluate(
-          which, batch_width, get, [&](int l, int j) { return (*xi)(l, j); }, put, t);
+          which, lane_width, get, [&](int l, int j) { return (*xi)(l, j); }, put, t);
       return;
     }
-    for (int lane = 0; lane < batch_width; ++lane)
+    for (int lane = 0; lane < lane_width; ++lane)
       evaluate(
           which, 0, [&](int, Eigen::Index a, Eigen::Index b) { return get(lane, a, b); },
           [&](int, int j) { return (*xi)(lane, j); },

@@ -396,7 +396,7 @@ whose callables serialise on the GIL). save_times: grid times at which to keep e
 (Result.saved). stop_level: stop a path at the first step with max_a V^{aa} > stop_level.
 policy: the cone policy ("automatic" = "project" on the cone, "count", "project", "refine",
 "throw"). blowup_threshold: max |V^{ab}| above which a path has blown up. step_control: "fixed",
-"increment" or "doubling" (with tolerance, max_depth). batched: step 8 paths at a time where the
+"increment" or "doubling" (with tolerance, max_depth). batched: step lane groups (8 paths, 64 for a PythonSde) where the
 run allows it (None: False for models, the PythonSde's own flag). keep_paths: fill the per-path
 arrays (False: summaries only). progress: a progress bar on stderr.
 

@@ -124,7 +124,8 @@ def test_the_callables_see_batches_of_the_documented_shapes():
 
     sde = ncsde.PythonSde(drift=drift, noise_map=noise, noise_dimension=5)
     r = ncsde.simulate(sde, np.zeros(3), 0.1, dt=0.05, paths=8, seed=1)
-    assert ("drift", (8, 3), np.float64, float) in seen and ("noise", (8, 3), (8, 5)) in seen
+    # One call per lane group of W = 64 paths (the rows past the run's 8 paths are masked lanes).
+    assert ("drift", (64, 3), np.float64, float) in seen and ("noise", (64, 3), (64, 5)) in seen
     assert r.terminal.shape == (8, 3) and r.pd["violations"] == 0
     # A 2×3 euclidean matrix state.
     seen.clear()
@@ -150,8 +151,8 @@ def test_a_python_exception_propagates_with_its_traceback():
 def test_a_wrong_result_shape_is_a_value_error_naming_the_callable():
     sde = ncsde.PythonSde(drift=lambda x, t: x[:, :1], noise_map=lambda x, xi, t: x,
                           noise_dimension=2)
-    with pytest.raises(ValueError, match=r"drift returned an array of shape \(8, 1\) for x of "
-                                         r"shape \(8, 2\)"):
+    with pytest.raises(ValueError, match=r"drift returned an array of shape \(64, 1\) for x of "
+                                         r"shape \(64, 2\)"):
         ncsde.simulate(sde, np.zeros(2), 1.0, dt=0.1, paths=8)
     sde = ncsde.PythonSde(drift=lambda x, t: x, noise_map=lambda x, xi, t: "noise",
                           noise_dimension=2)

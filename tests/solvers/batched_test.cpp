@@ -87,22 +87,33 @@ struct cubic_lanes {
     out(1, 1) = sigma * xi(2);
   }
 
-  void drift_lanes(const lane_block& v, lane_block& out, double) const {
-    out.resize(batch_width, 4);
-    cube<ncsde::lane_column>(
+  // Templates on the lane count W (cubic_wide declares 32).
+  template <int W>
+  void drift_lanes(const ncsde::lane_block_of<W>& v, ncsde::lane_block_of<W>& out, double) const {
+    out.resize(W, 4);
+    cube<ncsde::lane_column_of<W>>(
         [&](int i, int j) { return v.col(i + 2 * j); },
-        [&](int i, int j, const ncsde::lane_column& s) { out.col(i + 2 * j) = a * s; });
-    for (int l = 0; l < batch_width; ++l)
+        [&](int i, int j, const ncsde::lane_column_of<W>& s) { out.col(i + 2 * j) = a * s; });
+    for (int l = 0; l < W; ++l)
       if (std::abs(v(l, 2)) > nan_above) out(l, 0) = std::numeric_limits<double>::quiet_NaN();
   }
-  void diffusion_lanes(const lane_block&, const lane_block& xi, lane_block& out, double) const {
-    out.resize(batch_width, 4);
+  template <int W>
+  void diffusion_lanes(const ncsde::lane_block_of<W>&, const ncsde::lane_block_of<W>& xi,
+                       ncsde::lane_block_of<W>& out, double) const {
+    out.resize(W, 4);
     out.col(0) = sigma * xi.col(0);
     out.col(1) = out.col(2) = sigma * xi.col(1) / std::sqrt(2.0);
     out.col(3) = sigma * xi.col(2);
   }
 };
 static_assert(ncsde::BatchedSde<cubic_lanes>);
+static_assert(ncsde::lane_width_of<cubic_lanes> == batch_width);
+
+/// The same SDE in lane groups of 32 paths (lanes.hpp: lane_width_of).
+struct cubic_wide : cubic_lanes {
+  static constexpr int lane_width = 32;
+};
+static_assert(ncsde::BatchedSde<cubic_wide> && ncsde::lane_width_of<cubic_wide> == 32);
 static_assert(ncsde::Sde<cubic_lanes, ncsde::square_matrix<2>>);
 static_assert(ncsde::BatchedSde<ncsde::analytic::gbm>);
 static_assert(ncsde::BatchedSde<ncsde::analytic::linear_covariance>);
@@ -208,6 +219,42 @@ TEST_CASE("lane_cholesky: each lane is small_cholesky bit for bit; non-PD lanes 
     for (int b = 0; b < M; ++b)
       for (int a = 0; a < M; ++a) CHECK(l(lane, a + b * M) == expected(a, b));
   }
+}
+
+TEST_CASE(
+    "batched run_ensemble: a declared lane width of 32 gives the per-path bits too, for any thread "
+    "count, path range and policy") {
+  const auto narrow = cubic_problem();
+  const problem<cubic_wide> wide{cubic_wide{}, narrow.v0, narrow.t_end};
+  const auto io = cubic_options();
+  const ncsde::euler_maruyama<> em;
+  const ensemble_result per_path = ncsde::run_ensemble(em, narrow, io, options(1, false));
+  REQUIRE(per_path.blown_up >= 10);
+  REQUIRE(per_path.pd.violations > 0);
+  for (const int threads : {1, 2}) {
+    const ensemble_result w = ncsde::run_ensemble(em, wide, io, options(threads, true));
+    check_identical(per_path, w);
+    // The outputs name the thread count: against the per-path run on as many threads.
+    CHECK(all_outputs(ncsde::run_ensemble(em, narrow, io, options(threads, false))) ==
+          all_outputs(w));
+  }
+  // Pieces that start and end inside blocks: groups are cut at the pieces' and blocks' edges.
+  std::vector<ncsde::ensemble_partial> pieces;
+  for (const auto& [first, last] : {std::pair{0LL, 37LL}, {37LL, 211LL}, {211LL, 300LL}})
+    pieces.push_back(
+        ncsde::run_ensemble_range(em, wide, io, options(2, true), ncsde::path_range{first, last}));
+  CHECK(all_outputs(ncsde::finish_ensemble(ncsde::merge_partials(pieces), options(2, true))) ==
+        all_outputs(ncsde::run_ensemble(em, narrow, io, options(2, false))));
+  auto counted = io;
+  counted.policy = ncsde::pd_policy::count;
+  counted.stop_condition = [](const matrix& v, double) { return v(0, 0) > 2.0; };
+  const ensemble_result c1 = ncsde::run_ensemble(em, narrow, counted, options(2, false));
+  const ensemble_result c2 = ncsde::run_ensemble(em, wide, counted, options(2, true));
+  REQUIRE(c1.stopped > 10);
+  CHECK(all_outputs(c1) == all_outputs(c2));
+  const ncsde::milstein_commutative<> mil;
+  CHECK(all_outputs(ncsde::run_ensemble(mil, narrow, io, options(2, false))) ==
+        all_outputs(ncsde::run_ensemble(mil, wide, io, options(2, true))));
 }
 
 TEST_CASE(
