@@ -24,6 +24,13 @@ class evaluation_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A run ended early because its cancellation flag was set (cancel_scope, executor.hpp): what a
+/// driver throws when the caller asked it to stop (Ctrl-C in the Python module), not a failure.
+class cancelled : public std::runtime_error {
+ public:
+  cancelled() : std::runtime_error("ncsde: the run was cancelled") {}
+};
+
 /// A step left the positive-semidefinite cone under the `throw` policy, or `refine` gave up.
 /// what() names the path, the step, the time and the smallest eigenvalue.
 class pd_violation : public std::runtime_error {

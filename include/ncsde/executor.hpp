@@ -43,6 +43,8 @@
 #include <utility>
 #include <vector>
 
+#include "ncsde/error.hpp"
+
 namespace ncsde {
 
 enum class progress_mode { automatic, on, off };
@@ -102,6 +104,31 @@ struct executor_options {
   long long block_size = 64;  ///< paths per block (part of a driver's reproducibility contract)
   progress_mode progress = progress_mode::automatic;
   std::string label = "paths";  ///< the progress bar's label
+};
+
+/// Cancellation of the runs started on this thread: while a cancel_scope is alive, every execute()
+/// called on the thread checks `flag` before each block and, once it is set, stops handing out
+/// blocks and throws ncsde::cancelled when its workers have finished their blocks (so a run ends
+/// within about one block's time). The workers inherit the scope, so runs nested in a run stop too.
+/// One flag can serve many runs; nothing is checked without a scope. Scopes nest (the innermost
+/// counts).
+class cancel_scope {
+ public:
+  explicit cancel_scope(const std::atomic<bool>& flag) : m_previous(current()) {
+    current() = &flag;
+  }
+  ~cancel_scope() { current() = m_previous; }
+  cancel_scope(const cancel_scope&) = delete;
+  cancel_scope& operator=(const cancel_scope&) = delete;
+
+  /// The flag of this thread's innermost scope, or nullptr.
+  static const std::atomic<bool>*& current() {
+    thread_local const std::atomic<bool>* flag = nullptr;
+    return flag;
+  }
+
+ private:
+  const std::atomic<bool>* m_previous;
 };
 
 /// What execute() reports: the worker threads it ran and its wall time.
@@ -218,14 +245,20 @@ execution_report execute(path_range range, const executor_options& opt, MakeWork
     failed.store(true);
   };
 
+  const std::atomic<bool>* const cancel = cancel_scope::current();
   auto work = [&] {
     std::exception_ptr setup_error;
     try {
+      cancel_scope::current() = cancel;  // runs nested in this one stop with it
       worker_type w = make_worker();
       for (;;) {
         if (failed.load()) return;
         const long long b = next_block.fetch_add(1);
         if (b >= end_block) return;
+        if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+          record_error(-1, std::make_exception_ptr(cancelled{}));
+          return;
+        }
         const block_info info = grid.block(b);
         bool block_failed = false;
         try {

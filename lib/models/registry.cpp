@@ -51,6 +51,20 @@ parameter choice_parameter(std::string name, std::string default_value,
           std::move(help), std::move(domain), std::move(choices)};
 }
 
+std::string_view to_string(parameter_kind kind) {
+  switch (kind) {
+    case parameter_kind::real:
+      return "real";
+    case parameter_kind::integer:
+      return "integer";
+    case parameter_kind::flag:
+      return "flag";
+    case parameter_kind::choice:
+      return "choice";
+  }
+  return "?";
+}
+
 namespace {
 
 std::string_view kind_name(parameter_kind k) {

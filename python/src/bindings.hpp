@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/executor.hpp"
 
 namespace ncsde::python {
 
@@ -73,7 +74,8 @@ py::array_t<double> to_array(const matrix& x);
 /// Runs job() (returning R) on a new thread with the GIL released, while the calling thread
 /// checks for signals every 50 ms (PyErr_CheckSignals, which runs Python's handlers: Ctrl-C raises
 /// KeyboardInterrupt). When a handler raises, `cancel` is set, so that the run stops at its next
-/// check (its callbacks and stop conditions throw run_cancelled), and once job() has returned or
+/// check (the executor's between blocks, under a cancel_scope; callbacks and stop conditions throw
+/// run_cancelled between steps), and once job() has returned or
 /// thrown the handler's exception is raised. Otherwise job()'s result is returned or its
 /// exception rethrown (a Python exception raised in a callback keeps its traceback). Called with
 /// the GIL held.
@@ -89,6 +91,9 @@ R run_interruptible(Job&& job, std::atomic<bool>& cancel) {
     py::gil_scoped_release release;
     std::thread runner([&] {
       try {
+        // The library's runs check `cancel` between blocks (executor.hpp); the callbacks and stop
+        // conditions check it between steps.
+        const cancel_scope scope(cancel);
         result.emplace(job());
       } catch (...) {
         error = std::current_exception();

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -71,29 +72,32 @@ void bind_commands(py::module_& m) {
   m.def(
       "run_command",
       [](const std::vector<std::string>& args) {
-        std::tuple<int, std::string, std::string> result;
-        py::gil_scoped_release release;
-        // The output descriptors are the process's: one command at a time.
-        static std::mutex one_at_a_time;
-        const std::lock_guard lock(one_at_a_time);
-        std::vector<std::string> words{"ncsde"};
-        words.insert(words.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (std::string& w : words) argv.push_back(w.data());
-        argv.push_back(nullptr);
-        flush_all();
-        captured_fd out(1), err(2);
-        const int rc = cli::run_program(static_cast<int>(words.size()), argv.data());
-        flush_all();
-        std::get<0>(result) = rc;
-        std::get<1>(result) = out.finish();
-        std::get<2>(result) = err.finish();
-        return result;
+        using result_type = std::tuple<int, std::string, std::string>;
+        std::atomic<bool> cancel{false};
+        return run_interruptible<result_type>(
+            [&] {
+              // The output descriptors are the process's: one command at a time.
+              static std::mutex one_at_a_time;
+              const std::lock_guard lock(one_at_a_time);
+              std::vector<std::string> words{"ncsde"};
+              words.insert(words.end(), args.begin(), args.end());
+              std::vector<char*> argv;
+              for (std::string& w : words) argv.push_back(w.data());
+              argv.push_back(nullptr);
+              flush_all();
+              captured_fd out(1), err(2);
+              const int rc = cli::run_program(static_cast<int>(words.size()), argv.data());
+              flush_all();
+              std::string out_text = out.finish();
+              return result_type{rc, std::move(out_text), err.finish()};
+            },
+            cancel);
       },
       py::arg("args"), R"doc(
 Runs `ncsde <args...>` in this process (the program's own code, without MPI) and returns
 (exit code, stdout, stderr). The GIL is released; the output of the process is captured while the
-command runs, and one command runs at a time. Ctrl-C takes effect when the command returns.
+command runs, and one command runs at a time. Ctrl-C raises KeyboardInterrupt once the command's
+current block of paths or networks is done (the library's executor checks between blocks).
 ncsde.validate is built on it.)doc");
 }
 

@@ -73,26 +73,12 @@ py::object to_python(const models::parameter_value& v) {
   return std::visit([](const auto& x) -> py::object { return py::cast(x); }, v);
 }
 
-const char* kind_name(models::parameter_kind k) {
-  switch (k) {
-    case models::parameter_kind::real:
-      return "real";
-    case models::parameter_kind::integer:
-      return "integer";
-    case models::parameter_kind::flag:
-      return "flag";
-    case models::parameter_kind::choice:
-      return "choice";
-  }
-  return "real";
-}
-
 py::dict describe(const models::model_entry& e) {
   py::list parameters;
   for (const models::parameter& p : e.info.parameters) {
     py::dict d;
     d["name"] = python_name(p);
-    d["kind"] = kind_name(p.kind);
+    d["kind"] = std::string(models::to_string(p.kind));
     d["default"] = to_python(p.default_value);
     d["help"] = p.help;
     d["domain"] = p.domain;

@@ -86,6 +86,8 @@ PYBIND11_MODULE(_core, m) {
       pd_violation(e.what());
     } catch (const run_cancelled&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);
+    } catch (const ncsde::cancelled&) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
     }
   });
   m.attr("EvaluationError").attr("__doc__") =

@@ -196,15 +196,22 @@ LONG_RUN = textwrap.dedent("""
         sde = ncsde.models.covariance_sde("transformer")
         v0 = np.eye(4)
     print("running", flush=True)
-    ncsde.simulate(sde, v0, 1000.0, dt=1e-4, paths=100000, threads=1)
+    if which == "networks":  # minutes of networks, 64 a block
+        ncsde.sample_networks(sde, v0, 128, 512, networks=10**6, threads=1)
+    elif which == "validate":  # the program's command in this process: minutes of samples
+        ncsde.validate("transformer", widths=(64, 128), networks=200000, paths=200000,
+                       threads=1)
+    else:
+        ncsde.simulate(sde, v0, 1000.0, dt=1e-4, paths=100000, threads=1)
     print("finished", flush=True)
 """)
 
 
-@pytest.mark.parametrize("which", ["python", "model"])
+@pytest.mark.parametrize("which", ["python", "model", "networks", "validate"])
 def test_ctrl_c_interrupts_a_long_run(which):
-    """SIGINT to a process running a simulation of about 10⁷ steps per path ends it with
-    KeyboardInterrupt within 3 seconds."""
+    """SIGINT to a process running a simulation of about 10⁷ steps per path, a sample of 10⁶
+    networks or a validation of minutes ends it with KeyboardInterrupt within 3 seconds (the
+    executor checks between blocks of 64 paths or networks; the engine between steps)."""
     p = subprocess.Popen([sys.executable, "-c", LONG_RUN, which], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     try:

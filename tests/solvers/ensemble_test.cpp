@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -260,6 +261,60 @@ TEST_CASE(
   bad.block_size = 0;
   CHECK_THROWS_AS(ncsde::for_each_path(ncsde::path_range{0, 1}, bad, [](long long) {}),
                   ncsde::invalid_argument);
+}
+
+TEST_CASE(
+    "cancel_scope: a set flag ends execute() with ncsde::cancelled before the next block, nested "
+    "runs included; an unset flag changes nothing") {
+  ncsde::executor_options xo;
+  xo.block_size = 10;
+  xo.progress = ncsde::progress_mode::off;
+  for (const int threads : {1, 2}) {
+    xo.threads = threads;
+    std::atomic<bool> flag{false};
+    std::atomic<long long> ran{0};
+    const ncsde::cancel_scope scope(flag);
+    // Unset: every path runs.
+    ncsde::for_each_path(ncsde::path_range{0, 100}, xo, [&](long long) { ++ran; });
+    CHECK(ran.load() == 100);
+    // Set inside path 25 (block 2): on one thread block 2 finishes and no later one starts (on
+    // two, the other thread's block may be any later one: only the error is certain when set
+    // before the run).
+    ran = 0;
+    if (threads == 1) {
+      CHECK_THROWS_AS(ncsde::for_each_path(ncsde::path_range{0, 1000}, xo,
+                                           [&](long long p) {
+                                             ++ran;
+                                             if (p == 25) flag.store(true);
+                                           }),
+                      ncsde::cancelled);
+      CHECK(ran.load() == 30);
+    } else {
+      flag.store(true);
+      CHECK_THROWS_AS(
+          ncsde::for_each_path(ncsde::path_range{0, 1000}, xo, [&](long long) { ++ran; }),
+          ncsde::cancelled);
+      CHECK(ran.load() == 0);
+    }
+    // A run nested in a worker of a run inherits the scope: the flag set in the outer run's last
+    // block stops the inner run, while the outer, with no block left to hand out, completes.
+    bool nested_cancelled = false;
+    std::atomic<bool> late{false};
+    {
+      const ncsde::cancel_scope outer(late);
+      ncsde::for_each_path(ncsde::path_range{0, 1}, xo, [&](long long) {
+        late.store(true);
+        try {
+          ncsde::for_each_path(ncsde::path_range{0, 5}, xo, [](long long) {});
+        } catch (const ncsde::cancelled&) {
+          nested_cancelled = true;
+        }
+      });
+    }
+    CHECK(nested_cancelled);
+  }
+  // Without a scope nothing is checked.
+  CHECK(ncsde::cancel_scope::current() == nullptr);
 }
 
 TEST_CASE("run_ensemble: path p is integrate() on the stream (seed, p)") {

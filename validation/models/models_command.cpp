@@ -16,20 +16,6 @@
 namespace ncsde::cli {
 namespace {
 
-std::string_view kind_text(models::parameter_kind k) {
-  switch (k) {
-    case models::parameter_kind::real:
-      return "real";
-    case models::parameter_kind::integer:
-      return "integer";
-    case models::parameter_kind::flag:
-      return "flag";
-    case models::parameter_kind::choice:
-      return "choice";
-  }
-  return "?";
-}
-
 std::string default_text(const models::parameter_value& v) {
   return std::visit(
       [](const auto& x) -> std::string {
@@ -47,8 +33,9 @@ std::string models_table() {
     out += fmt::format("{}\n  {}\n  networks: {}\n", e.name(), e.info.description,
                        e.samplers.empty() ? std::string("none") : e.sampler_names());
     for (const models::parameter& p : e.info.parameters)
-      out += fmt::format("  --{:<20} {:<8} default {:<6} {} [{}]\n", p.name, kind_text(p.kind),
-                         default_text(p.default_value), p.help, p.domain);
+      out +=
+          fmt::format("  --{:<20} {:<8} default {:<6} {} [{}]\n", p.name, models::to_string(p.kind),
+                      default_text(p.default_value), p.help, p.domain);
     out += '\n';
   }
   return out;
@@ -66,7 +53,7 @@ std::string models_json() {
     for (const models::parameter& p : e.info.parameters) {
       nlohmann::ordered_json q;
       q["flag"] = "--" + p.name;
-      q["kind"] = kind_text(p.kind);
+      q["kind"] = models::to_string(p.kind);
       std::visit([&](const auto& x) { q["default"] = x; }, p.default_value);
       q["domain"] = p.domain;
       q["help"] = p.help;

@@ -49,6 +49,9 @@ namespace ncsde::models {
 /// list.
 enum class parameter_kind { real, integer, flag, choice };
 
+/// The kind's name as listings write it: "real", "integer", "flag" or "choice".
+std::string_view to_string(parameter_kind kind);
+
 /// A parameter's value: double (real), int (integer), bool (flag), std::string (choice).
 using parameter_value = std::variant<double, int, bool, std::string>;
 
