@@ -285,17 +285,17 @@ class lane_integrator {
   }
 
   /// Lane l of `block` as a state.
-  State lane_state(const block& block, int l) const {
+  State lane_state(const block& lanes, int l) const {
     State x(m_rows, m_cols);
-    lane_into(block, l, x);
+    lane_into(lanes, l, x);
     return x;
   }
   /// Lane l of `block` into x (sized already, or resized once).
   template <class Out>
-  void lane_into(const block& block, int l, Out& x) const {
+  void lane_into(const block& lanes, int l, Out& x) const {
     x.resize(m_rows, m_cols);
     for (Eigen::Index b = 0; b < m_cols; ++b)
-      for (Eigen::Index a = 0; a < m_rows; ++a) x(a, b) = block(l, a + b * m_rows);
+      for (Eigen::Index a = 0; a < m_rows; ++a) x(a, b) = lanes(l, a + b * m_rows);
   }
   void store_lane(const State& x, int l) {
     for (Eigen::Index b = 0; b < m_cols; ++b)

@@ -60,14 +60,36 @@ def _table(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     return table
 
 
-def validate_arguments(model: Any = "transformer", V0: Any = None, *, T: float = 1.0,
-                       widths: Iterable[int] = (32, 64, 128, 256), networks: int = 10000,
-                       paths: int = 10000, dt: float = 1.0 / 1024, stop_level: float = 5.0,
-                       tail_level: float = 2.5, unstopped_tail_level: float = 20.0, nk: int = 0,
-                       sampler: str | None = None, variants: str = "auto", alpha: float = 0.01,
-                       limit_exponent: float | str = "fitted", seed: int = 1, threads: int = 0,
-                       **params: float | int | bool | str) -> list[str]:
-    """The `ncsde validate` command line of ncsde.validate's arguments (without --format)."""
+def validate(model: Any = "transformer", V0: Any = None, *, T: float = 1.0,
+             widths: Iterable[int] = (32, 64, 128, 256), networks: int = 10000,
+             paths: int = 10000, dt: float = 1.0 / 1024, stop_level: float = 5.0,
+             tail_level: float = 2.5, unstopped_tail_level: float = 20.0, nk: int = 0,
+             sampler: str | None = None, variants: str = "auto", alpha: float = 0.01,
+             limit_exponent: float | str = "fitted", seed: int = 1, threads: int = 0,
+             **params: float | int | bool | str) -> dict[str, Any]:
+    """The finite networks of `model` (a registry name with keyword parameters, or an
+    ncsde.models.CovarianceSde) at the widths `widths` (depth d = T·n) against its covariance SDE,
+    as `ncsde validate` compares them: two-sample KS distances and mean gaps of ρ and V at T ∧ τ
+    (τ: first time max_a V^aa ≥ stop_level), stopped fractions and tails, Bonferroni-adjusted per
+    row, the SDE's noise floor (an independent SDE run), the wrong SDEs of `variants` (the power
+    check), the rate fit of the smooth gaps and their extrapolation to n → ∞.
+
+    Keyword arguments: T, widths, networks, paths, dt, stop_level, tail_level,
+    unstopped_tail_level, nk, sampler, variants, alpha, limit_exponent, seed, threads, and the
+    model's parameters (c_plus, gamma2, tau0, heads, output_projection, causal, …). V0: the initial
+    state (default: the 3×3 reference state V3 of docs/maths.md §9.1).
+
+    Returns the report (the keys of `ncsde validate --format json`, lists of numbers as numpy
+    arrays) plus "table": the rows as columns (source, reference, n, bonferroni_p, and each
+    statistic's value and "<statistic> p"). Bad arguments raise ValueError with the program's
+    message naming the flag and the value; a failed run raises RuntimeError. The run releases the
+    GIL; Ctrl-C raises KeyboardInterrupt once the current block of paths or networks is done.
+    """
+    import json
+
+    if not hasattr(_core, "run_command"):
+        raise RuntimeError("ncsde.validate: this build of the module has no commands "
+                           "(configure with NCSDE_BUILD_VALIDATION=ON)")
     # The model's parameters are checked by the registry first (ValueError naming a bad one, in
     # Python spelling); then every parameter is passed as its flag.
     if isinstance(model, str):
@@ -99,50 +121,14 @@ def validate_arguments(model: Any = "transformer", V0: Any = None, *, T: float =
         else:
             args += [flag, value if isinstance(value, str) else _number_text(value)
                      if isinstance(value, float) else str(value)]
-    return args
-
-
-def validate(model: Any = "transformer", V0: Any = None, *, T: float = 1.0,
-             widths: Iterable[int] = (32, 64, 128, 256), networks: int = 10000,
-             paths: int = 10000, dt: float = 1.0 / 1024, stop_level: float = 5.0,
-             tail_level: float = 2.5, unstopped_tail_level: float = 20.0, nk: int = 0,
-             sampler: str | None = None, variants: str = "auto", alpha: float = 0.01,
-             limit_exponent: float | str = "fitted", seed: int = 1, threads: int = 0,
-             **params: float | int | bool | str) -> dict[str, Any]:
-    """The finite networks of `model` (a registry name with keyword parameters, or an
-    ncsde.models.CovarianceSde) at the widths `widths` (depth d = T·n) against its covariance SDE,
-    as `ncsde validate` compares them: two-sample KS distances and mean gaps of ρ and V at T ∧ τ
-    (τ: first time max_a V^aa ≥ stop_level), stopped fractions and tails, Bonferroni-adjusted per
-    row, the SDE's noise floor (an independent SDE run), the wrong SDEs of `variants` (the power
-    check), the rate fit of the smooth gaps and their extrapolation to n → ∞.
-
-    Keyword arguments: T, widths, networks, paths, dt, stop_level, tail_level,
-    unstopped_tail_level, nk, sampler, variants, alpha, limit_exponent, seed, threads, and the
-    model's parameters (c_plus, gamma2, tau0, heads, output_projection, causal, …). V0: the initial
-    state (default: the 3×3 reference state V3 of docs/maths.md §9.1).
-
-    Returns the report (the keys of `ncsde validate --format json`, lists of numbers as numpy
-    arrays) plus "table": the rows as columns (source, reference, n, bonferroni_p, and each
-    statistic's value and "<statistic> p"). Bad arguments raise ValueError with the program's
-    message naming the flag and the value; a failed run raises RuntimeError. The run releases the
-    GIL; Ctrl-C takes effect when it returns.
-    """
-    import json
-
-    if not hasattr(_core, "run_command"):
-        raise RuntimeError("ncsde.validate: this build of the module has no commands "
-                           "(configure with NCSDE_BUILD_VALIDATION=ON)")
-    args = validate_arguments(
-        model, V0, T=T, widths=widths, networks=networks, paths=paths, dt=dt,
-        stop_level=stop_level, tail_level=tail_level, unstopped_tail_level=unstopped_tail_level,
-        nk=nk, sampler=sampler, variants=variants, alpha=alpha, limit_exponent=limit_exponent,
-        seed=seed, threads=threads, **params) + ["--format", "json"]
+    args += ["--format", "json"]
     rc, out, err = _core.run_command(args)
     message = err.strip().replace("ncsde validate: error: ", "").replace("ncsde: error: ", "")
     if rc == 2:
         raise ValueError(message or "ncsde.validate: bad arguments")
     if rc != 0:
         raise RuntimeError(message or f"ncsde.validate: the run failed (exit code {rc})")
-    report = _to_arrays(json.loads(out))
-    report["table"] = _table(json.loads(out)["rows"])
+    parsed = json.loads(out)
+    report = _to_arrays(parsed)
+    report["table"] = _table(parsed["rows"])
     return report
