@@ -177,8 +177,8 @@ class lane_integrator {
       }
       check_shape(m_drift, "drift_lanes", K);
       check_shape(m_noise, "diffusion_lanes", K);
-      const mask drift_ok = m_drift.isFinite().rowwise().all();
-      mask noise_ok = m_noise.isFinite().rowwise().all();
+      const mask drift_ok = finite_lanes(m_drift);
+      mask noise_ok = finite_lanes(m_noise);
       if constexpr (Scheme == lane_scheme::euler_maruyama) {
         m_trial = m_v + (h * m_drift + m_noise);  // euler_maruyama: v += dt·b + G dW
       } else {
@@ -188,7 +188,7 @@ class lane_integrator {
           fail_group(std::current_exception());
           return;
         }
-        noise_ok = noise_ok && m_term.isFinite().rowwise().all();
+        noise_ok = noise_ok && finite_lanes(m_term);
         m_trial = m_v + ((h * m_drift + m_noise) + m_term);  // v += dt·b + G dW + M
       }
       measure_lanes();
@@ -302,6 +302,14 @@ class lane_integrator {
       for (Eigen::Index a = 0; a < m_rows; ++a) m_trial(l, a + b * m_rows) = x(a, b);
   }
 
+  /// Whether all coordinates of each lane of x are finite, a column at a time: x − x is 0 for a
+  /// finite x and NaN otherwise, and a sum with a NaN in it is NaN.
+  mask finite_lanes(const block& x) {
+    m_finite_sum.setZero();
+    for (Eigen::Index c = 0; c < x.cols(); ++c) m_finite_sum += x.col(c) - x.col(c);
+    return m_finite_sum == 0.0;
+  }
+
   static void check_shape(const block& out, const char* which, Eigen::Index K) {
     if (out.cols() != K)
       throw evaluation_error(format_message(
@@ -396,7 +404,7 @@ class lane_integrator {
   vector m_lane_dw, m_lane_sum;
   mask m_factored = mask::Constant(false);
   column m_asymmetry = column::Zero(), m_size = column::Zero();
-  column m_nonfinite = column::Zero(), m_column = column::Zero();
+  column m_nonfinite = column::Zero(), m_column = column::Zero(), m_finite_sum = column::Zero();
   State m_x;
   matrix m_dynamic;
   std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>

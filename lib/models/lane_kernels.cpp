@@ -1,13 +1,41 @@
-#include "ncsde/models/lane_kernels.hpp"
+// The lane kernels of the neural covariance SDEs (lane_kernels.hpp) on Google Highway's vectors.
+// Each kernel is written once over a chunk of the lane group, as many lanes as the target's vector
+// holds (2 on SSE4, 4 on AVX2, 8 on AVX-512, 1 on the scalar target), and runs chunk after chunk
+// over the batch_width lanes; Highway compiles this file once per instruction set and the widest
+// one the CPU runs is chosen at run time (the same mechanism as solvers/random.cpp).
+//
+// Every lane goes through the same correctly rounded operations (add, sub, mul, div, sqrt) in the
+// same order on every target, and the file is built with -ffp-contract=off (no fused multiply-add),
+// so the kernels' numbers are the same bits on every instruction set (lane_kernels_test checks each
+// compiled target against the widest). b_relu_lanes, whose arccos is a scalar libm call per lane,
+// stays on Eigen's packets in the part compiled once.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "lib/models/lane_kernels.cpp"
+// As in random.cpp: the kernels take the lane count at compile time, so the scalable targets are
+// left out (their CPUs run the NEON or EMU128 code, with the same bits). AVX3_DL adds nothing for
+// doubles over AVX3, and SSSE3 nothing over the baseline here: both are left out to keep the build
+// short.
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS \
+  (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_RVV | HWY_AVX3_DL | HWY_SSSE3)
+#endif
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#ifndef NCSDE_LANE_KERNELS_COMMON
+#define NCSDE_LANE_KERNELS_COMMON
 
 #include <cmath>
+#include <cstdint>
 #include <numbers>
+#include <string>
+#include <vector>
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/models/lane_kernels.hpp"
 
 namespace ncsde::models {
-
 namespace {
 
 /// Column of entry (a, b) of an m×m lane state.
@@ -17,23 +45,34 @@ void assert_lanes(const lane_block& v, int m, const char* message) {
   NCSDE_ASSERT(m >= 1 && v.cols() == static_cast<Eigen::Index>(m) * m, message);
 }
 
-/// out = Y + Yᵀ lane by lane.
-template <int M>
-void symmetric_sum(const lane_block& y, int m_in, lane_block& out) {
-  const int m = M == Eigen::Dynamic ? m_in : M;
-  out.resize(batch_width, y.cols());
-  for (int b = 0; b < m; ++b)
-    for (int a = 0; a < m; ++a) out.col(at(a, b, m)) = y.col(at(a, b, m)) + y.col(at(b, a, m));
+/// The columns of a lane block as the kernels read them: column k of lane group l starts at
+/// data + k·stride (stride ≥ batch_width; a lane_block has stride batch_width, a Ref to a block of
+/// its columns the parent's).
+struct lane_columns {
+  const double* data;
+  Eigen::Index stride;
+};
+inline lane_columns columns_of(const lane_block& x) { return {x.data(), batch_width}; }
+inline lane_columns columns_of(const Eigen::Ref<const lane_block>& x) {
+  return {x.data(), x.outerStride()};
 }
 
-/// zeta = L Z Lᵀ lane by lane (t: the workspace of L Z).
-template <int M>
-void lane_congruence(const lane_block& l, bool lower, const Eigen::Ref<const lane_block>& z, int m,
-                     lane_block& t, lane_block& zeta) {
-  lane_product<M>(l, z, m, lower, t);
-  lane_product_transposed<M>(t, l, m, lower, zeta);
+/// f.template operator()<M>() for m = M in fixed_sizes, f.template operator()<Eigen::Dynamic>()
+/// otherwise: the kernels' loops unrolled on the fixed sizes.
+template <class F>
+void with_lane_size(int m, F&& f) {
+  switch (m) {
+#define NCSDE_LANE_SIZE_CASE(M) \
+  case M:                       \
+    return f.template operator()<M>();
+    NCSDE_FIXED_SIZES(NCSDE_LANE_SIZE_CASE)
+#undef NCSDE_LANE_SIZE_CASE
+    default:
+      return f.template operator()<Eigen::Dynamic>();
+  }
 }
 
+/// b_relu lane by lane on Eigen's packets, in b_relu's operations (bit-identical to it).
 template <int M>
 void b_relu_lanes_impl(const lane_block& v, int m_in, double c_plus, double c_minus,
                        lane_block& out) {
@@ -59,213 +98,394 @@ void b_relu_lanes_impl(const lane_block& v, int m_in, double c_plus, double c_mi
   for (int a = 0; a < m; ++a) out.col(at(a, a, m)).setZero();
 }
 
-template <int M>
-void b_att_lanes_impl(const lane_block& v, int m_in, double tau0, lane_block& out,
-                      lane_coefficient_workspace& ws) {
+/// One instruction set's kernels. The outputs and the workspace are sized by the caller (the
+/// public functions below); the kernels only read and write their columns.
+struct lane_kernel_table {
+  std::int64_t target;
+  void (*b_att)(lane_columns v, int m, double tau0, lane_block& out,
+                lane_coefficient_workspace& ws);
+  void (*b_causal)(lane_columns v, int m, double tau0, lane_block& out,
+                   lane_coefficient_workspace& ws);
+  void (*noise_lin)(lane_columns l, bool lower, lane_columns g, int m, lane_block& out,
+                    lane_coefficient_workspace& ws);
+  void (*noise_att)(lane_columns l, bool lower, lane_columns v, lane_columns z, int m, double tau0,
+                    lane_block& out, lane_coefficient_workspace& ws);
+  void (*noise_causal)(lane_columns l, bool lower, lane_columns v, lane_columns z, int m,
+                       double tau0, lane_block& out, lane_coefficient_workspace& ws);
+};
+
+}  // namespace
+}  // namespace ncsde::models
+
+#endif  // NCSDE_LANE_KERNELS_COMMON
+
+// ---- the kernels, once per target ------------------------------------------------------------------
+
+HWY_BEFORE_NAMESPACE();
+namespace ncsde::models {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using D = hn::ScalableTag<double>;
+using V = hn::Vec<D>;
+/// Lanes per vector: a chunk of the lane group.
+constexpr int chunk = static_cast<int>(hn::MaxLanes(D()));
+static_assert(chunk >= 1 && batch_width % chunk == 0, "a lane group is a whole number of vectors");
+
+/// The chunk of lanes [o, o + chunk) of a lane block, read-only.
+struct in {
+  const double* p;
+  Eigen::Index stride;
+  in(lane_columns c, int o) : p(c.data + o), stride(c.stride) {}
+  in(const lane_block& x, int o) : p(x.data() + o), stride(batch_width) {}
+  HWY_INLINE V operator()(Eigen::Index k) const { return hn::LoadU(D(), p + k * stride); }
+};
+/// The same chunk of a lane block that is written.
+struct out {
+  double* p;
+  out(lane_block& x, int o) : p(x.data() + o) {}
+  HWY_INLINE V operator()(Eigen::Index k) const { return hn::LoadU(D(), p + k * batch_width); }
+  HWY_INLINE void set(Eigen::Index k, V x) const { hn::StoreU(x, D(), p + k * batch_width); }
+};
+HWY_INLINE V dup(double x) { return hn::Set(D(), x); }
+
+// Each kernel below is the per-lane maths of lane_kernels.hpp written operation by operation, in
+// the order of the per-path kernels' sums; a comment gives the formula. M: m at compile time, or
+// Eigen::Dynamic.
+
+/// out = L X (lane_product in lanes.hpp): out(a, d) = Σ_c L(a, c) X(c, d), c from 0 (to a when
+/// `lower`).
+template <int M, class X>
+HWY_INLINE void product(const in& l, const X& x, int m_in, bool lower, const out& o) {
   const int m = M == Eigen::Dynamic ? m_in : M;
-  assert_lanes(v, m, "b_att_lanes: V must be m×m per lane");
-  const double md = static_cast<double>(m);
-  // Columns of ws.c0: the row means v̄; ws.c1: diag(PVP); ws.c2: V u.
-  lane_block& row_mean = ws.c0;
-  lane_block& pvp_diag = ws.c1;
-  lane_block& vu = ws.c2;
-  row_mean.resize(batch_width, m);
-  pvp_diag.resize(batch_width, m);
-  vu.resize(batch_width, m);
-  lane_column s, grand_mean, tr_pvp, tr_pvpv;
-  for (int a = 0; a < m; ++a) {
-    s.setZero();
-    for (int b = 0; b < m; ++b) s += v.col(at(a, b, m));
-    row_mean.col(a) = s / md;
-  }
-  grand_mean.setZero();
-  for (int a = 0; a < m; ++a) grand_mean += row_mean.col(a);
-  grand_mean /= md;
-  tr_pvp.setZero();
-  for (int a = 0; a < m; ++a) {
-    pvp_diag.col(a) = v.col(at(a, a, m)) - 2.0 * row_mean.col(a) + grand_mean;
-    tr_pvp += pvp_diag.col(a);
-  }
-  tr_pvpv.setZero();
-  for (int b = 0; b < m; ++b)
-    for (int a = 0; a < m; ++a)
-      tr_pvpv += (v.col(at(a, b, m)) - row_mean.col(a) - row_mean.col(b) + grand_mean) *
-                 v.col(at(a, b, m));
-  // u in the columns of pvp_diag: u = ½ (diag(PVP) − tr(PVP)/m).
-  for (int a = 0; a < m; ++a) pvp_diag.col(a) = 0.5 * (pvp_diag.col(a) - tr_pvp / md);
-  for (int a = 0; a < m; ++a) {
-    s.setZero();
-    for (int c = 0; c < m; ++c) s += v.col(at(a, c, m)) * pvp_diag.col(c);
-    vu.col(a) = s;
-  }
-  const double inv_tau2 = 1.0 / (tau0 * tau0);
-  out.resize(batch_width, v.cols());
-  for (int b = 0; b < m; ++b)
-    for (int a = 0; a < m; ++a)
-      out.col(at(a, b, m)) =
-          inv_tau2 * ((v.col(at(a, a, m)) * vu.col(b) + vu.col(a) * v.col(at(b, b, m))) / md +
-                      v.col(at(a, b, m)) * tr_pvpv / (md * md));
+  for (int d = 0; d < m; ++d)
+    for (int a = 0; a < m; ++a) {
+      const int c_end = lower ? a + 1 : m;
+      V s = hn::Zero(D());
+      for (int c = 0; c < c_end; ++c) s = hn::Add(s, hn::Mul(l(at(a, c, m)), x(at(c, d, m))));
+      o.set(at(a, d, m), s);
+    }
 }
 
+/// out = X Lᵀ (lane_product_transposed): out(a, b) = Σ_d X(a, d) L(b, d), d from 0 (to b when
+/// `lower`).
 template <int M>
-void b_causal_lanes_impl(const lane_block& v, int m_in, double tau0, lane_block& out,
-                         lane_coefficient_workspace& ws) {
+HWY_INLINE void product_transposed(const out& x, const in& l, int m_in, bool lower, const out& o) {
   const int m = M == Eigen::Dynamic ? m_in : M;
-  assert_lanes(v, m, "b_causal_lanes: V must be m×m per lane");
-  // The prefix sums of b_causal: R(i, b) = Σ_{j≤b} V^{ij}, Π, Q2 over the leading blocks,
-  // S2(a, b) = Σ_{i≤a} R(i, b)²; U's row a is u_aᵀ; E = D_κ⁻¹ Diag(V) U V.
-  lane_block& r = ws.m0;
-  lane_block& pi = ws.m1;
-  lane_block& q2 = ws.m2;
-  lane_block& s2 = ws.m3;
-  lane_block& u = ws.m4;
-  lane_block& e = ws.m5;
-  const Eigen::Index mm = v.cols();
-  r.resize(batch_width, mm);
-  pi.resize(batch_width, mm);
-  q2.resize(batch_width, mm);
-  s2.resize(batch_width, mm);
-  lane_column acc, acc_pi, acc_s2, tr_a;
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) {
+      const int d_end = lower ? b + 1 : m;
+      V s = hn::Zero(D());
+      for (int d = 0; d < d_end; ++d) s = hn::Add(s, hn::Mul(x(at(a, d, m)), l(at(b, d, m))));
+      o.set(at(a, b, m), s);
+    }
+}
+
+/// ζ = L Z Lᵀ (t: L Z).
+template <int M>
+HWY_INLINE void congruence(const in& l, bool lower, const in& z, int m, const out& t,
+                           const out& zeta) {
+  product<M>(l, z, m, lower, t);
+  product_transposed<M>(t, l, m, lower, zeta);
+}
+
+/// out = Y + Yᵀ.
+template <int M>
+HWY_INLINE void symmetric_sum(const out& y, int m_in, const out& o) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) o.set(at(a, b, m), hn::Add(y(at(a, b, m)), y(at(b, a, m))));
+}
+
+/// b_att: with v̄ the row means, u = ½ (diag(PVP) − tr(PVP)/m),
+///   b = τ₀⁻² ((V_aa (Vu)_b + (Vu)_a V_bb)/m + V_ab tr(PVPV)/m²).
+template <int M>
+void b_att_chunk(const in& v, int m_in, double tau0, const out& o, lane_coefficient_workspace& ws,
+                 int lane) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
+  const double md = static_cast<double>(m);
+  const out row_mean(ws.c0, lane), pvp_diag(ws.c1, lane), vu(ws.c2, lane);
+  for (int a = 0; a < m; ++a) {
+    V s = hn::Zero(D());
+    for (int b = 0; b < m; ++b) s = hn::Add(s, v(at(a, b, m)));
+    row_mean.set(a, hn::Div(s, dup(md)));
+  }
+  V grand_mean = hn::Zero(D());
+  for (int a = 0; a < m; ++a) grand_mean = hn::Add(grand_mean, row_mean(a));
+  grand_mean = hn::Div(grand_mean, dup(md));
+  V tr_pvp = hn::Zero(D());
+  for (int a = 0; a < m; ++a) {
+    const V d = hn::Add(hn::Sub(v(at(a, a, m)), hn::Mul(dup(2.0), row_mean(a))), grand_mean);
+    pvp_diag.set(a, d);
+    tr_pvp = hn::Add(tr_pvp, d);
+  }
+  V tr_pvpv = hn::Zero(D());
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) {
+      const V centred =
+          hn::Add(hn::Sub(hn::Sub(v(at(a, b, m)), row_mean(a)), row_mean(b)), grand_mean);
+      tr_pvpv = hn::Add(tr_pvpv, hn::Mul(centred, v(at(a, b, m))));
+    }
+  // u in the columns of pvp_diag.
+  const V tr_over_m = hn::Div(tr_pvp, dup(md));
+  for (int a = 0; a < m; ++a) pvp_diag.set(a, hn::Mul(dup(0.5), hn::Sub(pvp_diag(a), tr_over_m)));
+  for (int a = 0; a < m; ++a) {
+    V s = hn::Zero(D());
+    for (int c = 0; c < m; ++c) s = hn::Add(s, hn::Mul(v(at(a, c, m)), pvp_diag(c)));
+    vu.set(a, s);
+  }
+  const V inv_tau2 = dup(1.0 / (tau0 * tau0));
+  const V m2 = dup(md * md);
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) {
+      const V cross = hn::Add(hn::Mul(v(at(a, a, m)), vu(b)), hn::Mul(vu(a), v(at(b, b, m))));
+      const V trace_term = hn::Div(hn::Mul(v(at(a, b, m)), tr_pvpv), m2);
+      o.set(at(a, b, m), hn::Mul(inv_tau2, hn::Add(hn::Div(cross, dup(md)), trace_term)));
+    }
+}
+
+/// b_causal through prefix sums: R(i, b) = Σ_{j≤b} V^{ij}, Π(a, b) = Σ_{i≤a} R(i, b),
+/// S2(a, b) = Σ_{i≤a} R(i, b)², Q2(a, b) = Σ_{i≤a, j≤b} (V^{ij})²; U's row a is u_aᵀ (zero for
+/// a < 2); E = D_κ⁻¹ Diag(V) U V; b = τ₀⁻² (E + Eᵀ + V ∘ T/(κ_a κ_b)), T zero on row and column 0.
+template <int M>
+void b_causal_chunk(const in& v, int m_in, double tau0, const out& o,
+                    lane_coefficient_workspace& ws, int lane) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
+  const out r(ws.m0, lane), pi(ws.m1, lane), q2(ws.m2, lane), s2(ws.m3, lane), u(ws.m4, lane),
+      e(ws.m5, lane);
   for (int i = 0; i < m; ++i) {
-    acc.setZero();
-    for (int b = 0; b < m; ++b) r.col(at(i, b, m)) = acc += v.col(at(i, b, m));
+    V acc = hn::Zero(D());
+    for (int b = 0; b < m; ++b) {
+      acc = hn::Add(acc, v(at(i, b, m)));
+      r.set(at(i, b, m), acc);
+    }
   }
   for (int b = 0; b < m; ++b) {
-    acc_pi.setZero();
-    acc_s2.setZero();
+    V acc_pi = hn::Zero(D()), acc_s2 = hn::Zero(D());
     for (int a = 0; a < m; ++a) {
-      acc_pi += r.col(at(a, b, m));
-      acc_s2 += r.col(at(a, b, m)) * r.col(at(a, b, m));
-      pi.col(at(a, b, m)) = acc_pi;
-      s2.col(at(a, b, m)) = acc_s2;
+      const V rab = r(at(a, b, m));
+      acc_pi = hn::Add(acc_pi, rab);
+      acc_s2 = hn::Add(acc_s2, hn::Mul(rab, rab));
+      pi.set(at(a, b, m), acc_pi);
+      s2.set(at(a, b, m), acc_s2);
     }
   }
   for (int a = 0; a < m; ++a) {
-    acc.setZero();
+    V acc = hn::Zero(D());
     for (int b = 0; b < m; ++b) {
-      acc += v.col(at(a, b, m)) * v.col(at(a, b, m));
-      if (a > 0)
-        q2.col(at(a, b, m)) = acc + q2.col(at(a - 1, b, m));
-      else
-        q2.col(at(a, b, m)) = acc + 0.0;
+      acc = hn::Add(acc, hn::Mul(v(at(a, b, m)), v(at(a, b, m))));
+      q2.set(at(a, b, m), hn::Add(acc, a > 0 ? q2(at(a - 1, b, m)) : hn::Zero(D())));
     }
   }
   // u_a = 0 exactly for k ≤ 2 (all diagonal entries of P_a V P_a are equal).
-  u.setZero(batch_width, mm);
-  tr_a.setZero();
+  for (int k = 0; k < m * m; ++k) u.set(k, hn::Zero(D()));
+  V tr_a = hn::Zero(D());
   for (int a = 0; a < m; ++a) {
-    tr_a += v.col(at(a, a, m));
+    tr_a = hn::Add(tr_a, v(at(a, a, m)));
     if (a < 2) continue;
     const double k = a + 1.0;
-    for (int nu = 0; nu <= a; ++nu)
-      u.col(at(a, nu, m)) = 0.5 * v.col(at(nu, nu, m)) - r.col(at(nu, a, m)) / k -
-                            tr_a / (2.0 * k) + pi.col(at(a, a, m)) / (k * k);
+    const V tr_term = hn::Div(tr_a, dup(2.0 * k));
+    const V pi_term = hn::Div(pi(at(a, a, m)), dup(k * k));
+    for (int nu = 0; nu <= a; ++nu) {
+      const V x = hn::Sub(hn::Mul(dup(0.5), v(at(nu, nu, m))), hn::Div(r(at(nu, a, m)), dup(k)));
+      u.set(at(a, nu, m), hn::Add(hn::Sub(x, tr_term), pi_term));
+    }
   }
   // U is lower triangular: E = U V sums ν ≤ a.
-  lane_product<M>(u, v, m, true, e);
+  product<M>(in(ws.m4, lane), v, m, true, e);
   for (int a = 0; a < m; ++a) {
-    const lane_column weight = v.col(at(a, a, m)) / (a + 1.0);
-    for (int b = 0; b < m; ++b) e.col(at(a, b, m)) *= weight;
+    const V weight = hn::Div(v(at(a, a, m)), dup(a + 1.0));
+    for (int b = 0; b < m; ++b) e.set(at(a, b, m), hn::Mul(e(at(a, b, m)), weight));
   }
-  const double inv_tau2 = 1.0 / (tau0 * tau0);
-  out.resize(batch_width, mm);
+  const V inv_tau2 = dup(1.0 / (tau0 * tau0));
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a) {
       const double ka = a + 1.0, kb = b + 1.0;
+      const V e_sym = hn::Add(e(at(a, b, m)), e(at(b, a, m)));
       if (a == 0 || b == 0) {
         // P_0 = 0: T vanishes on row and column 0 identically.
-        out.col(at(a, b, m)) =
-            inv_tau2 * (e.col(at(a, b, m)) + e.col(at(b, a, m)) + v.col(at(a, b, m)) * 0.0);
+        o.set(at(a, b, m), hn::Mul(inv_tau2, hn::Add(e_sym, hn::Mul(v(at(a, b, m)), dup(0.0)))));
         continue;
       }
-      const lane_column t = q2.col(at(a, b, m)) - s2.col(at(a, b, m)) / kb -
-                            s2.col(at(b, a, m)) / ka +
-                            pi.col(at(a, b, m)) * pi.col(at(a, b, m)) / (ka * kb);
-      out.col(at(a, b, m)) =
-          inv_tau2 * (e.col(at(a, b, m)) + e.col(at(b, a, m)) + v.col(at(a, b, m)) * t / (ka * kb));
+      const V p = pi(at(a, b, m));
+      const V t = hn::Add(hn::Sub(hn::Sub(q2(at(a, b, m)), hn::Div(s2(at(a, b, m)), dup(kb))),
+                                  hn::Div(s2(at(b, a, m)), dup(ka))),
+                          hn::Div(hn::Mul(p, p), dup(ka * kb)));
+      o.set(at(a, b, m),
+            hn::Mul(inv_tau2, hn::Add(e_sym, hn::Div(hn::Mul(v(at(a, b, m)), t), dup(ka * kb)))));
     }
 }
 
+/// noise_lin: (M + Mᵀ)/√2 with M = L G Lᵀ.
 template <int M>
-void noise_lin_lanes_impl(const lane_block& l, bool lower, const Eigen::Ref<const lane_block>& g,
-                          int m_in, lane_block& out, lane_coefficient_workspace& ws) {
+void noise_lin_chunk(const in& l, bool lower, const in& g, int m_in, const out& o,
+                     lane_coefficient_workspace& ws, int lane) {
   const int m = M == Eigen::Dynamic ? m_in : M;
-  assert_lanes(l, m, "noise_lin_lanes: L must be m×m per lane");
-  NCSDE_ASSERT(g.cols() == l.cols(), "noise_lin_lanes: G must be m×m per lane");
-  lane_block& mm = ws.m1;
-  lane_congruence<M>(l, lower, g, m, ws.m0, mm);
-  out.resize(batch_width, l.cols());
+  const out mm(ws.m1, lane);
+  congruence<M>(l, lower, g, m, out(ws.m0, lane), mm);
+  const V sqrt2 = dup(std::numbers::sqrt2);
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a)
-      out.col(at(a, b, m)) = (mm.col(at(a, b, m)) + mm.col(at(b, a, m))) / std::numbers::sqrt2;
+      o.set(at(a, b, m), hn::Div(hn::Add(mm(at(a, b, m)), mm(at(b, a, m))), sqrt2));
 }
 
+/// noise_att: Y + Yᵀ with Y = ζ (P V)/(m τ₀), ζ = L Z Lᵀ, P V = V − 1 v̄ᵀ (v̄ the column means).
 template <int M>
-void noise_att_lanes_impl(const lane_block& l, bool lower, const lane_block& v,
-                          const Eigen::Ref<const lane_block>& z, int m_in, double tau0,
-                          lane_block& out, lane_coefficient_workspace& ws) {
+void noise_att_chunk(const in& l, bool lower, const in& v, const in& z, int m_in, double tau0,
+                     const out& o, lane_coefficient_workspace& ws, int lane) {
   const int m = M == Eigen::Dynamic ? m_in : M;
-  assert_lanes(l, m, "noise_att_lanes: L must be m×m per lane");
-  NCSDE_ASSERT(z.cols() == l.cols() && v.cols() == l.cols(),
-               "noise_att_lanes: L, V and Z must be m×m per lane");
   const double md = static_cast<double>(m);
-  lane_block& zeta = ws.m1;
-  lane_block& pv = ws.m2;
-  lane_block& y = ws.m3;
-  lane_congruence<M>(l, lower, z, m, ws.m0, zeta);
-  // P V = V − 1 v̄ᵀ, v̄ the column means.
-  pv.resize(batch_width, v.cols());
-  lane_column mean;
+  const out zeta(ws.m1, lane), pv(ws.m2, lane), y(ws.m3, lane);
+  congruence<M>(l, lower, z, m, out(ws.m0, lane), zeta);
   for (int b = 0; b < m; ++b) {
-    mean.setZero();
-    for (int a = 0; a < m; ++a) mean += v.col(at(a, b, m));
-    mean /= md;
-    for (int a = 0; a < m; ++a) pv.col(at(a, b, m)) = v.col(at(a, b, m)) - mean;
+    V mean = hn::Zero(D());
+    for (int a = 0; a < m; ++a) mean = hn::Add(mean, v(at(a, b, m)));
+    mean = hn::Div(mean, dup(md));
+    for (int a = 0; a < m; ++a) pv.set(at(a, b, m), hn::Sub(v(at(a, b, m)), mean));
   }
-  lane_product<M>(zeta, pv, m, false, y);
-  y /= md * tau0;
-  symmetric_sum<M>(y, m, out);
+  product<M>(in(ws.m1, lane), pv, m, false, y);
+  const V scale = dup(md * tau0);
+  for (int k = 0; k < m * m; ++k) y.set(k, hn::Div(y(k), scale));
+  symmetric_sum<M>(y, m, o);
 }
 
+/// noise_causal: Y + Yᵀ with Y = N V/τ₀, row a of N the centred prefix of row a of ζ = L Z Lᵀ
+/// divided by a + 1 (N lower triangular).
 template <int M>
-void noise_causal_lanes_impl(const lane_block& l, bool lower, const lane_block& v,
-                             const Eigen::Ref<const lane_block>& z, int m_in, double tau0,
-                             lane_block& out, lane_coefficient_workspace& ws) {
+void noise_causal_chunk(const in& l, bool lower, const in& v, const in& z, int m_in, double tau0,
+                        const out& o, lane_coefficient_workspace& ws, int lane) {
   const int m = M == Eigen::Dynamic ? m_in : M;
-  assert_lanes(l, m, "noise_causal_lanes: L must be m×m per lane");
-  NCSDE_ASSERT(z.cols() == l.cols() && v.cols() == l.cols(),
-               "noise_causal_lanes: L, V and Z must be m×m per lane");
-  lane_block& n = ws.m1;
-  lane_block& y = ws.m2;
-  lane_congruence<M>(l, lower, z, m, ws.m0, n);
-  lane_column mean;
+  const out n(ws.m1, lane), y(ws.m2, lane);
+  congruence<M>(l, lower, z, m, out(ws.m0, lane), n);
   for (int a = 0; a < m; ++a) {
-    const double k = a + 1.0;
-    mean.setZero();
-    for (int j = 0; j <= a; ++j) mean += n.col(at(a, j, m));
-    mean /= k;
-    for (int j = 0; j <= a; ++j) n.col(at(a, j, m)) = (n.col(at(a, j, m)) - mean) / k;
-    for (int j = a + 1; j < m; ++j) n.col(at(a, j, m)).setZero();
+    const V k = dup(a + 1.0);
+    V mean = hn::Zero(D());
+    for (int j = 0; j <= a; ++j) mean = hn::Add(mean, n(at(a, j, m)));
+    mean = hn::Div(mean, k);
+    for (int j = 0; j <= a; ++j) n.set(at(a, j, m), hn::Div(hn::Sub(n(at(a, j, m)), mean), k));
+    for (int j = a + 1; j < m; ++j) n.set(at(a, j, m), hn::Zero(D()));
   }
-  // N is lower triangular: Y = N V sums j ≤ a.
-  lane_product<M>(n, v, m, true, y);
-  y /= tau0;
-  symmetric_sum<M>(y, m, out);
+  product<M>(in(ws.m1, lane), v, m, true, y);
+  const V t = dup(tau0);
+  for (int k = 0; k < m * m; ++k) y.set(k, hn::Div(y(k), t));
+  symmetric_sum<M>(y, m, o);
 }
 
-/// f.template operator()<M>() for m = M in fixed_sizes, f.template operator()<Eigen::Dynamic>()
-/// otherwise: the kernels' loops unrolled on the fixed sizes.
-template <class F>
-void with_lane_size(int m, F&& f) {
-  switch (m) {
-#define NCSDE_LANE_SIZE_CASE(M) \
-  case M:                       \
-    return f.template operator()<M>();
-    NCSDE_FIXED_SIZES(NCSDE_LANE_SIZE_CASE)
-#undef NCSDE_LANE_SIZE_CASE
-    default:
-      return f.template operator()<Eigen::Dynamic>();
+// The entry points: the lane group chunk by chunk.
+
+void b_att(lane_columns v, int m, double tau0, lane_block& o, lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() {
+    for (int lane = 0; lane < batch_width; lane += chunk)
+      b_att_chunk<M>(in(v, lane), m, tau0, out(o, lane), ws, lane);
+  });
+}
+
+void b_causal(lane_columns v, int m, double tau0, lane_block& o, lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() {
+    for (int lane = 0; lane < batch_width; lane += chunk)
+      b_causal_chunk<M>(in(v, lane), m, tau0, out(o, lane), ws, lane);
+  });
+}
+
+void noise_lin(lane_columns l, bool lower, lane_columns g, int m, lane_block& o,
+               lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() {
+    for (int lane = 0; lane < batch_width; lane += chunk)
+      noise_lin_chunk<M>(in(l, lane), lower, in(g, lane), m, out(o, lane), ws, lane);
+  });
+}
+
+void noise_att(lane_columns l, bool lower, lane_columns v, lane_columns z, int m, double tau0,
+               lane_block& o, lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() {
+    for (int lane = 0; lane < batch_width; lane += chunk)
+      noise_att_chunk<M>(in(l, lane), lower, in(v, lane), in(z, lane), m, tau0, out(o, lane), ws,
+                         lane);
+  });
+}
+
+void noise_causal(lane_columns l, bool lower, lane_columns v, lane_columns z, int m, double tau0,
+                  lane_block& o, lane_coefficient_workspace& ws) {
+  with_lane_size(m, [&]<int M>() {
+    for (int lane = 0; lane < batch_width; lane += chunk)
+      noise_causal_chunk<M>(in(l, lane), lower, in(v, lane), in(z, lane), m, tau0, out(o, lane), ws,
+                            lane);
+  });
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace ncsde::models
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ncsde::models {
+namespace {
+
+// The compiled targets, best first (Highway numbers its targets from the best: the lowest bit).
+#define NCSDE_LANE_TARGET(T)                                                        \
+  lane_kernel_table {                                                               \
+    HWY_##T, &N_##T::b_att, &N_##T::b_causal, &N_##T::noise_lin, &N_##T::noise_att, \
+        &N_##T::noise_causal                                                        \
   }
+constexpr lane_kernel_table target_kernels[] = {
+#if HWY_TARGETS & HWY_AVX3
+    NCSDE_LANE_TARGET(AVX3),
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    NCSDE_LANE_TARGET(AVX2),
+#endif
+#if HWY_TARGETS & HWY_SSE4
+    NCSDE_LANE_TARGET(SSE4),
+#endif
+#if HWY_TARGETS & HWY_NEON
+    NCSDE_LANE_TARGET(NEON),
+#endif
+#if HWY_TARGETS & HWY_PPC8
+    NCSDE_LANE_TARGET(PPC8),
+#endif
+#if HWY_TARGETS & HWY_WASM_EMU256
+    NCSDE_LANE_TARGET(WASM_EMU256),
+#endif
+#if HWY_TARGETS & HWY_WASM
+    NCSDE_LANE_TARGET(WASM),
+#endif
+#if HWY_TARGETS & HWY_EMU128
+    NCSDE_LANE_TARGET(EMU128),
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+    NCSDE_LANE_TARGET(SCALAR),
+#endif
+};
+#undef NCSDE_LANE_TARGET
+
+const lane_kernel_table& detect_fastest() {
+  const std::int64_t supported = hwy::SupportedTargets();
+  const lane_kernel_table* best = nullptr;
+  for (const lane_kernel_table& k : target_kernels)
+    if ((supported & k.target) != 0 && (best == nullptr || k.target < best->target)) best = &k;
+  // The baseline target (HWY_STATIC_TARGET) is always compiled and always supported.
+  NCSDE_ASSERT(best != nullptr, "lane kernels: no compiled target runs on this CPU");
+  return *best;
+}
+
+/// The calling thread's choice of target (detail::lane_kernel_target_scope), else nullptr.
+thread_local const lane_kernel_table* chosen = nullptr;
+
+const lane_kernel_table& kernels() {
+  if (chosen != nullptr) return *chosen;
+  static const lane_kernel_table& fastest = detect_fastest();
+  return fastest;
+}
+
+std::string target_name(std::int64_t target) { return hwy::TargetName(target); }
+
+/// Sizes the outputs and the workspace the kernels write.
+void size_for(int m, lane_block& out, std::initializer_list<lane_block*> work) {
+  const Eigen::Index mm = static_cast<Eigen::Index>(m) * m;
+  out.resize(batch_width, mm);
+  for (lane_block* w : work) w->resize(batch_width, mm);
 }
 
 }  // namespace
@@ -276,29 +496,74 @@ void b_relu_lanes(const lane_block& v, int m, double c_plus, double c_minus, lan
 
 void b_att_lanes(const lane_block& v, int m, double tau0, lane_block& out,
                  lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() { b_att_lanes_impl<M>(v, m, tau0, out, ws); });
+  assert_lanes(v, m, "b_att_lanes: V must be m×m per lane");
+  out.resize(batch_width, v.cols());
+  for (lane_block* w : {&ws.c0, &ws.c1, &ws.c2}) w->resize(batch_width, m);
+  kernels().b_att(columns_of(v), m, tau0, out, ws);
 }
 
 void b_causal_lanes(const lane_block& v, int m, double tau0, lane_block& out,
                     lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() { b_causal_lanes_impl<M>(v, m, tau0, out, ws); });
+  assert_lanes(v, m, "b_causal_lanes: V must be m×m per lane");
+  size_for(m, out, {&ws.m0, &ws.m1, &ws.m2, &ws.m3, &ws.m4, &ws.m5});
+  kernels().b_causal(columns_of(v), m, tau0, out, ws);
 }
 
 void noise_lin_lanes(const lane_block& l, bool lower, const Eigen::Ref<const lane_block>& g, int m,
                      lane_block& out, lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() { noise_lin_lanes_impl<M>(l, lower, g, m, out, ws); });
+  assert_lanes(l, m, "noise_lin_lanes: L must be m×m per lane");
+  NCSDE_ASSERT(g.cols() == l.cols(), "noise_lin_lanes: G must be m×m per lane");
+  size_for(m, out, {&ws.m0, &ws.m1});
+  kernels().noise_lin(columns_of(l), lower, columns_of(g), m, out, ws);
 }
 
 void noise_att_lanes(const lane_block& l, bool lower, const lane_block& v,
                      const Eigen::Ref<const lane_block>& z, int m, double tau0, lane_block& out,
                      lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() { noise_att_lanes_impl<M>(l, lower, v, z, m, tau0, out, ws); });
+  assert_lanes(l, m, "noise_att_lanes: L must be m×m per lane");
+  NCSDE_ASSERT(z.cols() == l.cols() && v.cols() == l.cols(),
+               "noise_att_lanes: L, V and Z must be m×m per lane");
+  size_for(m, out, {&ws.m0, &ws.m1, &ws.m2, &ws.m3});
+  kernels().noise_att(columns_of(l), lower, columns_of(v), columns_of(z), m, tau0, out, ws);
 }
 
 void noise_causal_lanes(const lane_block& l, bool lower, const lane_block& v,
                         const Eigen::Ref<const lane_block>& z, int m, double tau0, lane_block& out,
                         lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() { noise_causal_lanes_impl<M>(l, lower, v, z, m, tau0, out, ws); });
+  assert_lanes(l, m, "noise_causal_lanes: L must be m×m per lane");
+  NCSDE_ASSERT(z.cols() == l.cols() && v.cols() == l.cols(),
+               "noise_causal_lanes: L, V and Z must be m×m per lane");
+  size_for(m, out, {&ws.m0, &ws.m1, &ws.m2});
+  kernels().noise_causal(columns_of(l), lower, columns_of(v), columns_of(z), m, tau0, out, ws);
 }
 
+namespace detail {
+
+std::vector<std::string> lane_kernel_targets() {
+  std::vector<std::string> names;
+  const std::int64_t supported = hwy::SupportedTargets();
+  for (const lane_kernel_table& k : target_kernels)
+    if ((supported & k.target) != 0) names.push_back(target_name(k.target));
+  return names;
+}
+
+std::string lane_kernel_target() { return target_name(kernels().target); }
+
+lane_kernel_target_scope::lane_kernel_target_scope(const std::string& target) : m_previous(chosen) {
+  const std::int64_t supported = hwy::SupportedTargets();
+  for (const lane_kernel_table& k : target_kernels)
+    if ((supported & k.target) != 0 && target_name(k.target) == target) {
+      chosen = &k;
+      return;
+    }
+  throw_invalid_argument("lane_kernel_target_scope", "target", target,
+                         "one of detail::lane_kernel_targets()");
+}
+
+lane_kernel_target_scope::~lane_kernel_target_scope() {
+  chosen = static_cast<const lane_kernel_table*>(m_previous);
+}
+
+}  // namespace detail
 }  // namespace ncsde::models
+#endif  // HWY_ONCE

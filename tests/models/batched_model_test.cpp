@@ -8,9 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ncsde/ensemble.hpp"
 #include "ncsde/lanes.hpp"
@@ -200,4 +205,48 @@ TEST_CASE("batched ensembles off the cone (count): the same cone exits and blow-
   CHECK(a.pd.violations == b.pd.violations);
   CHECK(a.blown_up == b.blown_up);
   CHECK(a.explosion_times == b.explosion_times);
+}
+
+TEST_CASE("the lane kernels are the same bits on every instruction set compiled in") {
+  const std::vector<std::string> targets = models::detail::lane_kernel_targets();
+  REQUIRE(!targets.empty());
+  CHECK(models::detail::lane_kernel_target() == targets.front());
+  MESSAGE("lane kernel targets on this CPU: ", fmt::format("{}", fmt::join(targets, ", ")));
+  int compared = 0;
+  for (const model_case& c : model_cases) {
+    const models::covariance_sde sde = make_sde(c);
+    for (const int m : {1, 2, 3, 4, 5, 8}) {
+      const int k = sde.noise_dimension(m);
+      lane_block v(batch_width, m * m), xi(batch_width, k);
+      for (int l = 0; l < batch_width; ++l) {
+        matrix x = support::random_spd<matrix>(m, 140 + l, 0.2);
+        // Lane 6: V with a negative eigenvalue, so that the factors are not all triangular.
+        if (l == 6 && m > 1) x = support::with_eigenvalues(vector::LinSpaced(m, -0.05, 2.0), 17);
+        set_lane(v, l, x);
+        vector z(k);
+        ncsde::random_stream(l, 19).normals(ncsde::random_domain::user, 0, 0, z);
+        xi.row(l) = z.transpose();
+      }
+      lane_block drift, noise;
+      sde.drift_lanes(v, drift, 0.0);
+      sde.diffusion_lanes(v, xi, noise, 0.0);
+      REQUIRE(drift.allFinite());
+      REQUIRE(noise.allFinite());
+      for (const std::string& target : targets) {
+        const models::detail::lane_kernel_target_scope scope(target);
+        REQUIRE(models::detail::lane_kernel_target() == target);
+        lane_block d, n;
+        sde.drift_lanes(v, d, 0.0);
+        sde.diffusion_lanes(v, xi, n, 0.0);
+        INFO(c.name, ", m = ", m, ", target ", target);
+        CHECK((d == drift).all());
+        CHECK((n == noise).all());
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared >= static_cast<int>(std::size(model_cases)) * 6);
+  CHECK(models::detail::lane_kernel_target() == targets.front());
+  CHECK_THROWS_WITH_AS(models::detail::lane_kernel_target_scope("PDP-11"),
+                       doctest::Contains("target must be one of"), ncsde::invalid_argument);
 }
