@@ -4,8 +4,10 @@
 ///
 /// A lane group holds batch_width paths. Its states are a lane_block: one row per lane (path), one
 /// column per coordinate, stored column-major, so that the batch_width values of one coordinate are
-/// contiguous and one SIMD instruction advances several paths (Eigen's packet math: SSE2, AVX,
-/// AVX-512 or NEON, whichever the translation unit is compiled for). The coordinates of a state are
+/// contiguous and one SIMD instruction advances several paths (in a user's batched form Eigen's
+/// packet math, whichever instruction set the translation unit is compiled for; in the library's
+/// own lane arithmetic below, Google Highway's vectors, the widest the CPU runs, chosen at run
+/// time). The coordinates of a state are
 /// its entries in Eigen's storage order: entry (a, b) of an m×m matrix is column a + b·m, entry i
 /// of a vector column i. An increment block holds the noise ξ of every lane the same way
 /// (batch_width × k).
@@ -20,7 +22,10 @@
 #include <Eigen/Core>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "ncsde/error.hpp"
 
@@ -71,6 +76,11 @@ inline int lane_matrix_size(const lane_block& v) {
   return m;
 }
 
+namespace detail {
+/// lane_cholesky on raw columns: `lanes` lanes (a multiple of batch_width), column stride `lanes`.
+void lane_cholesky_columns(const double* v, int lanes, int m, double* l, bool* ok);
+}  // namespace detail
+
 /// Cholesky factors of the m×m states of a lane group, lane by lane: l (W × m², lower
 /// triangle, upper set to 0) gets L_l with L_l L_lᵀ = V_l in row l, by the left-looking column
 /// algorithm of detail::small_cholesky (psd.hpp) in the same order of operations, so a lane's factor
@@ -80,22 +90,10 @@ inline int lane_matrix_size(const lane_block& v) {
 template <int W>
 inline void lane_cholesky(const lane_block_of<W>& v, int m, lane_block_of<W>& l,
                           lane_mask_of<W>& ok) {
-  l.setZero(W, static_cast<Eigen::Index>(m) * m);
-  ok.setConstant(true);
-  auto at = [m](int i, int j) { return static_cast<Eigen::Index>(i + j * m); };
-  lane_column_of<W> d, s, ljj;
-  for (int j = 0; j < m; ++j) {
-    d = v.col(at(j, j));
-    for (int k = 0; k < j; ++k) d -= l.col(at(j, k)) * l.col(at(j, k));
-    ok = ok && (d > 0.0);
-    ljj = d.sqrt();
-    l.col(at(j, j)) = ljj;
-    for (int i = j + 1; i < m; ++i) {
-      s = v.col(at(i, j));
-      for (int k = 0; k < j; ++k) s -= l.col(at(i, k)) * l.col(at(j, k));
-      l.col(at(i, j)) = s / ljj;
-    }
-  }
+  NCSDE_ASSERT(v.cols() == static_cast<Eigen::Index>(m) * m,
+               "lane_cholesky: V must be m×m per lane");
+  l.resize(W, static_cast<Eigen::Index>(m) * m);
+  detail::lane_cholesky_columns(v.data(), W, m, l.data(), ok.data());
 }
 
 /// Clears ok(l) for the lanes whose lane_cholesky factor l of v has a pivot within a wide margin of
@@ -118,38 +116,39 @@ inline void require_pivot_margin(const lane_block_of<W>& v, int m, const lane_bl
 
 /// out = L X for the m×m matrices of a lane group, lane by lane (entry (a, b) in column a + b·m):
 /// out(a, d) = Σ_c L(a, c) X(c, d), summed in increasing c from 0. With `lower` (L lower triangular
-/// in every lane) the sums stop at c = a. M: m at compile time (the loops unrolled; m must equal
-/// it), or Eigen::Dynamic. out must not be l or x.
-template <int M = Eigen::Dynamic>
-inline void lane_product(const lane_block& l, const Eigen::Ref<const lane_block>& x, int m,
-                         bool lower, lane_block& out) {
-  const int n = M == Eigen::Dynamic ? m : M;
-  out.resize(batch_width, static_cast<Eigen::Index>(n) * n);
-  lane_column s;
-  for (int d = 0; d < n; ++d)
-    for (int a = 0; a < n; ++a) {
-      const int c_end = lower ? a + 1 : n;
-      s.setZero();
-      for (int c = 0; c < c_end; ++c) s += l.col(a + c * n) * x.col(c + d * n);
-      out.col(a + d * n) = s;
-    }
-}
+/// in every lane) the sums stop at c = a. out must not be l or x.
+void lane_product(const lane_block& l, const Eigen::Ref<const lane_block>& x, int m, bool lower,
+                  lane_block& out);
 
 /// out = X Lᵀ lane by lane: out(a, b) = Σ_d X(a, d) L(b, d), summed in increasing d from 0; with
-/// `lower` the sums stop at d = b. M as for lane_product. out must not be l or x.
-template <int M = Eigen::Dynamic>
-inline void lane_product_transposed(const Eigen::Ref<const lane_block>& x, const lane_block& l,
-                                    int m, bool lower, lane_block& out) {
-  const int n = M == Eigen::Dynamic ? m : M;
-  out.resize(batch_width, static_cast<Eigen::Index>(n) * n);
-  lane_column s;
-  for (int b = 0; b < n; ++b)
-    for (int a = 0; a < n; ++a) {
-      const int d_end = lower ? b + 1 : n;
-      s.setZero();
-      for (int d = 0; d < d_end; ++d) s += x.col(a + d * n) * l.col(b + d * n);
-      out.col(a + b * n) = s;
-    }
-}
+/// `lower` the sums stop at d = b. out must not be l or x.
+void lane_product_transposed(const Eigen::Ref<const lane_block>& x, const lane_block& l, int m,
+                             bool lower, lane_block& out);
+
+namespace detail {
+
+/// The instruction sets the lane-group arithmetic (lane_cholesky, lane_product and the models' lane
+/// kernels) is compiled for and this CPU runs, by Highway's names ("AVX3", "AVX2", "SSE4",
+/// "SCALAR", …), best first. Every one gives the same bits.
+std::vector<std::string> lane_targets();
+
+/// Highway's number of the instruction set the calling thread's lane arithmetic runs on.
+std::int64_t lane_target();
+
+/// Runs the calling thread's lane arithmetic on `target` (one of lane_targets()) until the scope
+/// ends, for tests that compare the instruction sets; ncsde::invalid_argument naming the target
+/// otherwise. Other threads keep the widest.
+class lane_target_scope {
+ public:
+  explicit lane_target_scope(const std::string& target);
+  ~lane_target_scope();
+  lane_target_scope(const lane_target_scope&) = delete;
+  lane_target_scope& operator=(const lane_target_scope&) = delete;
+
+ private:
+  const void* m_previous;
+};
+
+}  // namespace detail
 
 }  // namespace ncsde

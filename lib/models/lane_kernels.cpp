@@ -22,6 +22,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "solvers/lane_simd-inl.h"
+
 #ifndef NCSDE_LANE_KERNELS_COMMON
 #define NCSDE_LANE_KERNELS_COMMON
 
@@ -127,60 +129,29 @@ namespace HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
-using D = hn::ScalableTag<double>;
-using V = hn::Vec<D>;
-/// Lanes per vector: a chunk of the lane group.
-constexpr int chunk = static_cast<int>(hn::MaxLanes(D()));
+namespace lane_simd = ncsde::HWY_NAMESPACE::lane_simd;
+using lane_simd::chunk;
+using lane_simd::D;
+using lane_simd::product;
+using lane_simd::product_transposed;
+using lane_simd::V;
 static_assert(chunk >= 1 && batch_width % chunk == 0, "a lane group is a whole number of vectors");
 
 /// The chunk of lanes [o, o + chunk) of a lane block, read-only.
-struct in {
-  const double* p;
-  Eigen::Index stride;
-  in(lane_columns c, int o) : p(c.data + o), stride(c.stride) {}
-  in(const lane_block& x, int o) : p(x.data() + o), stride(batch_width) {}
-  HWY_INLINE V operator()(Eigen::Index k) const { return hn::LoadU(D(), p + k * stride); }
+struct in : lane_simd::lanes_in {
+  in(lane_columns c, int o) : lanes_in{c.data + o, c.stride} {}
+  in(const lane_block& x, int o) : lanes_in{x.data() + o, batch_width} {}
 };
 /// The same chunk of a lane block that is written.
-struct out {
-  double* p;
-  out(lane_block& x, int o) : p(x.data() + o) {}
-  HWY_INLINE V operator()(Eigen::Index k) const { return hn::LoadU(D(), p + k * batch_width); }
-  HWY_INLINE void set(Eigen::Index k, V x) const { hn::StoreU(x, D(), p + k * batch_width); }
+struct out : lane_simd::lanes_out {
+  out(lane_block& x, int o) : lanes_out{x.data() + o, batch_width} {}
 };
 HWY_INLINE V dup(double x) { return hn::Set(D(), x); }
 
 // Each kernel below is the per-lane maths of lane_kernels.hpp written operation by operation, in
 // the order of the per-path kernels' sums; a comment gives the formula. M: m at compile time, or
-// Eigen::Dynamic.
-
-/// out = L X (lane_product in lanes.hpp): out(a, d) = Σ_c L(a, c) X(c, d), c from 0 (to a when
-/// `lower`).
-template <int M, class X>
-HWY_INLINE void product(const in& l, const X& x, int m_in, bool lower, const out& o) {
-  const int m = M == Eigen::Dynamic ? m_in : M;
-  for (int d = 0; d < m; ++d)
-    for (int a = 0; a < m; ++a) {
-      const int c_end = lower ? a + 1 : m;
-      V s = hn::Zero(D());
-      for (int c = 0; c < c_end; ++c) s = hn::Add(s, hn::Mul(l(at(a, c, m)), x(at(c, d, m))));
-      o.set(at(a, d, m), s);
-    }
-}
-
-/// out = X Lᵀ (lane_product_transposed): out(a, b) = Σ_d X(a, d) L(b, d), d from 0 (to b when
-/// `lower`).
-template <int M>
-HWY_INLINE void product_transposed(const out& x, const in& l, int m_in, bool lower, const out& o) {
-  const int m = M == Eigen::Dynamic ? m_in : M;
-  for (int b = 0; b < m; ++b)
-    for (int a = 0; a < m; ++a) {
-      const int d_end = lower ? b + 1 : m;
-      V s = hn::Zero(D());
-      for (int d = 0; d < d_end; ++d) s = hn::Add(s, hn::Mul(x(at(a, d, m)), l(at(b, d, m))));
-      o.set(at(a, b, m), s);
-    }
-}
+// Eigen::Dynamic. The products L X and X Lᵀ are lane_simd's (solvers/lane_simd-inl.h), those of
+// lane_product and lane_product_transposed.
 
 /// ζ = L Z Lᵀ (t: L Z).
 template <int M>
@@ -460,26 +431,15 @@ constexpr lane_kernel_table target_kernels[] = {
 };
 #undef NCSDE_LANE_TARGET
 
-const lane_kernel_table& detect_fastest() {
-  const std::int64_t supported = hwy::SupportedTargets();
-  const lane_kernel_table* best = nullptr;
-  for (const lane_kernel_table& k : target_kernels)
-    if ((supported & k.target) != 0 && (best == nullptr || k.target < best->target)) best = &k;
-  // The baseline target (HWY_STATIC_TARGET) is always compiled and always supported.
-  NCSDE_ASSERT(best != nullptr, "lane kernels: no compiled target runs on this CPU");
-  return *best;
-}
-
-/// The calling thread's choice of target (detail::lane_kernel_target_scope), else nullptr.
-thread_local const lane_kernel_table* chosen = nullptr;
-
+/// The table of the calling thread's lane target (ncsde::detail::lane_target: the widest the CPU
+/// runs, unless a test chose another), compiled here for the same targets as solvers/lanes.cpp.
 const lane_kernel_table& kernels() {
-  if (chosen != nullptr) return *chosen;
-  static const lane_kernel_table& fastest = detect_fastest();
-  return fastest;
+  const std::int64_t target = ncsde::detail::lane_target();
+  for (const lane_kernel_table& k : target_kernels)
+    if (k.target == target) return k;
+  NCSDE_ASSERT(false, "lane kernels: not compiled for the lane target");
+  return target_kernels[0];
 }
-
-std::string target_name(std::int64_t target) { return hwy::TargetName(target); }
 
 /// Sizes the outputs and the workspace the kernels write.
 void size_for(int m, lane_block& out, std::initializer_list<lane_block*> work) {
@@ -537,33 +497,5 @@ void noise_causal_lanes(const lane_block& l, bool lower, const lane_block& v,
   kernels().noise_causal(columns_of(l), lower, columns_of(v), columns_of(z), m, tau0, out, ws);
 }
 
-namespace detail {
-
-std::vector<std::string> lane_kernel_targets() {
-  std::vector<std::string> names;
-  const std::int64_t supported = hwy::SupportedTargets();
-  for (const lane_kernel_table& k : target_kernels)
-    if ((supported & k.target) != 0) names.push_back(target_name(k.target));
-  return names;
-}
-
-std::string lane_kernel_target() { return target_name(kernels().target); }
-
-lane_kernel_target_scope::lane_kernel_target_scope(const std::string& target) : m_previous(chosen) {
-  const std::int64_t supported = hwy::SupportedTargets();
-  for (const lane_kernel_table& k : target_kernels)
-    if ((supported & k.target) != 0 && target_name(k.target) == target) {
-      chosen = &k;
-      return;
-    }
-  throw_invalid_argument("lane_kernel_target_scope", "target", target,
-                         "one of detail::lane_kernel_targets()");
-}
-
-lane_kernel_target_scope::~lane_kernel_target_scope() {
-  chosen = static_cast<const lane_kernel_table*>(m_previous);
-}
-
-}  // namespace detail
 }  // namespace ncsde::models
 #endif  // HWY_ONCE

@@ -205,19 +205,83 @@ TEST_CASE("lane_cholesky: each lane is small_cholesky bit for bit; non-PD lanes 
     for (int b = 0; b < M; ++b)
       for (int a = 0; a < M; ++a) v(l, a + b * M) = s(a, b);
   }
-  lane_block l(batch_width, M * M);
-  ncsde::lane_mask ok;
-  ncsde::lane_cholesky(v, M, l, ok);
-  for (int lane = 0; lane < batch_width; ++lane) {
-    CAPTURE(lane);
-    ncsde::square_matrix<M> expected;
-    const bool factored =
-        ncsde::detail::small_cholesky(mats[static_cast<std::size_t>(lane)], expected);
-    CHECK(ok(lane) == factored);
-    CHECK(factored == (lane != 5 && lane != 6));
-    if (!factored) continue;
-    for (int b = 0; b < M; ++b)
-      for (int a = 0; a < M; ++a) CHECK(l(lane, a + b * M) == expected(a, b));
+  // On every instruction set the lane arithmetic is compiled for (lanes.hpp).
+  const std::vector<std::string> targets = ncsde::detail::lane_targets();
+  REQUIRE(!targets.empty());
+  for (const std::string& target : targets) {
+    const ncsde::detail::lane_target_scope scope(target);
+    CAPTURE(target);
+    CHECK(ncsde::detail::lane_target() != 0);
+    lane_block l(batch_width, M * M);
+    ncsde::lane_mask ok;
+    ncsde::lane_cholesky(v, M, l, ok);
+    for (int lane = 0; lane < batch_width; ++lane) {
+      CAPTURE(lane);
+      ncsde::square_matrix<M> expected;
+      const bool factored =
+          ncsde::detail::small_cholesky(mats[static_cast<std::size_t>(lane)], expected);
+      CHECK(ok(lane) == factored);
+      CHECK(factored == (lane != 5 && lane != 6));
+      if (!factored) continue;
+      for (int b = 0; b < M; ++b)
+        for (int a = 0; a < M; ++a) CHECK(l(lane, a + b * M) == expected(a, b));
+    }
+    // A group of 16 lanes (two copies of v) factors each lane the same.
+    ncsde::lane_block_of<16> v16(16, M * M), l16;
+    v16.topRows(batch_width) = v;
+    v16.bottomRows(batch_width) = v;
+    ncsde::lane_mask_of<16> ok16;
+    ncsde::lane_cholesky(v16, M, l16, ok16);
+    for (int lane = 0; lane < batch_width; ++lane)
+      if (ok(lane)) {
+        CHECK((l16.row(lane) == l.row(lane)).all());
+        CHECK((l16.row(lane + batch_width) == l.row(lane)).all());
+      }
+    CHECK((ok16.head(batch_width) == ok).all());
+    CHECK((ok16.tail(batch_width) == ok).all());
+  }
+  CHECK_THROWS_AS(ncsde::detail::lane_target_scope("PDP-11"), ncsde::invalid_argument);
+}
+
+TEST_CASE("lane_product and lane_product_transposed: the same bits on every instruction set") {
+  for (const int m : {1, 2, 3, 4, 5, 8}) {
+    lane_block l(batch_width, m * m), x(batch_width, 2 * m * m);
+    for (int lane = 0; lane < batch_width; ++lane) {
+      for (int c = 0; c < m * m; ++c) {
+        l(lane, c) = std::sin(1.0 + lane + 0.37 * c);
+        x(lane, c) = std::cos(2.0 + 0.5 * lane - 0.29 * c);
+        x(lane, m * m + c) = std::sin(0.3 * lane * c);
+      }
+    }
+    // X as the right columns of a wider block (a Ref with the parent's stride), as the models
+    // pass their noise.
+    const Eigen::Ref<const lane_block> x_right = x.rightCols(m * m);
+    lane_block widest[4];
+    bool first = true;
+    for (const std::string& target : ncsde::detail::lane_targets()) {
+      const ncsde::detail::lane_target_scope scope(target);
+      CAPTURE(target);
+      CAPTURE(m);
+      lane_block p[4];
+      ncsde::lane_product(l, x_right, m, false, p[0]);
+      ncsde::lane_product(l, x_right, m, true, p[1]);
+      ncsde::lane_product_transposed(x_right, l, m, false, p[2]);
+      ncsde::lane_product_transposed(x_right, l, m, true, p[3]);
+      if (first) {
+        for (int i = 0; i < 4; ++i) widest[i] = p[i];
+        first = false;
+        // Against Eigen's product on lane 2 (another summation order: round-off).
+        Eigen::MatrixXd lm(m, m), xm(m, m);
+        for (int c = 0; c < m * m; ++c)
+          lm(c % m, c / m) = l(2, c), xm(c % m, c / m) = x_right(2, c);
+        const Eigen::MatrixXd full = lm * xm, tr = xm * lm.transpose();
+        for (int c = 0; c < m * m; ++c) {
+          CHECK(p[0](2, c) == doctest::Approx(full(c % m, c / m)).epsilon(1e-13));
+          CHECK(p[2](2, c) == doctest::Approx(tr(c % m, c / m)).epsilon(1e-13));
+        }
+      }
+      for (int i = 0; i < 4; ++i) CHECK((p[i] == widest[i]).all());
+    }
   }
 }
 

@@ -13,12 +13,9 @@
 ///
 /// All kernels but b_relu_lanes run on Google Highway's vectors, compiled for each instruction set
 /// (AVX-512, AVX2, SSE4, NEON, …, and a portable fallback) and chosen at run time: the widest the CPU
-/// runs. Their numbers are the same bits on every instruction set (the same correctly rounded
-/// operations per lane, in the same order, no fused multiply-add).
+/// runs (ncsde::detail::lane_target, lanes.hpp). Their numbers are the same bits on every instruction
+/// set (the same correctly rounded operations per lane, in the same order, no fused multiply-add).
 #include <Eigen/Core>
-
-#include <string>
-#include <vector>
 
 #include "ncsde/lanes.hpp"
 
@@ -56,30 +53,5 @@ void noise_att_lanes(const lane_block& l, bool lower, const lane_block& v,
 void noise_causal_lanes(const lane_block& l, bool lower, const lane_block& v,
                         const Eigen::Ref<const lane_block>& z, int m, double tau0, lane_block& out,
                         lane_coefficient_workspace& ws);
-
-namespace detail {
-
-/// The instruction sets the lane kernels are compiled for and this CPU runs, by Highway's names
-/// ("AVX3", "AVX2", "SSE4", "EMU128", …), best first.
-std::vector<std::string> lane_kernel_targets();
-
-/// The instruction set the calling thread's lane kernels run on.
-std::string lane_kernel_target();
-
-/// Runs the calling thread's lane kernels on `target` (one of lane_kernel_targets()) until the
-/// scope ends, for tests that compare the instruction sets; ncsde::invalid_argument naming the
-/// target otherwise. Other threads keep the widest.
-class lane_kernel_target_scope {
- public:
-  explicit lane_kernel_target_scope(const std::string& target);
-  ~lane_kernel_target_scope();
-  lane_kernel_target_scope(const lane_kernel_target_scope&) = delete;
-  lane_kernel_target_scope& operator=(const lane_kernel_target_scope&) = delete;
-
- private:
-  const void* m_previous;
-};
-
-}  // namespace detail
 
 }  // namespace ncsde::models

@@ -1,0 +1,206 @@
+// The lane-group linear algebra of lanes.hpp (lane_product, lane_product_transposed,
+// lane_cholesky) on Google Highway's vectors: solvers/lane_simd-inl.h compiled for every target and
+// the widest one the CPU runs chosen at run time, as in random.cpp. Built with -ffp-contract=off:
+// the same bits on every target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "solvers/lanes.cpp"
+// The targets of lib/models/lane_kernels.cpp (see there).
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS \
+  (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_RVV | HWY_AVX3_DL | HWY_SSSE3)
+#endif
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "solvers/lane_simd-inl.h"
+
+#ifndef NCSDE_LANES_COMMON
+#define NCSDE_LANES_COMMON
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ncsde/concepts.hpp"
+#include "ncsde/error.hpp"
+#include "ncsde/lanes.hpp"
+
+namespace ncsde {
+namespace {
+
+/// f.template operator()<M>() for m = M in fixed_sizes, else f.template operator()<Eigen::Dynamic>().
+template <class F>
+void with_size(int m, F&& f) {
+  switch (m) {
+#define NCSDE_LANES_SIZE_CASE(M) \
+  case M:                        \
+    return f.template operator()<M>();
+    NCSDE_FIXED_SIZES(NCSDE_LANES_SIZE_CASE)
+#undef NCSDE_LANES_SIZE_CASE
+    default:
+      return f.template operator()<Eigen::Dynamic>();
+  }
+}
+
+struct lanes_table {
+  std::int64_t target;
+  void (*product)(const double* l, const double* x, Eigen::Index x_stride, int m, bool lower,
+                  double* out, bool transposed);
+  void (*cholesky)(const double* v, int lanes, int m, double* l, bool* ok);
+};
+
+}  // namespace
+}  // namespace ncsde
+
+#endif  // NCSDE_LANES_COMMON
+
+HWY_BEFORE_NAMESPACE();
+namespace ncsde {
+namespace HWY_NAMESPACE {
+namespace {
+
+using lane_simd::chunk;
+using lane_simd::lanes_in;
+using lane_simd::lanes_out;
+static_assert(chunk >= 1 && batch_width % chunk == 0, "a lane group is a whole number of vectors");
+
+/// out = L X or, with `transposed`, out = X Lᵀ (x: the first operand then), for batch_width lanes.
+void product(const double* l, const double* x, Eigen::Index x_stride, int m, bool lower,
+             double* out, bool transposed) {
+  with_size(m, [&]<int M>() {
+    for (int o = 0; o < batch_width; o += chunk) {
+      const lanes_in lo{l + o, batch_width}, xo{x + o, x_stride};
+      const lanes_out oo{out + o, batch_width};
+      if (transposed)
+        lane_simd::product_transposed<M>(xo, lo, m, lower, oo);
+      else
+        lane_simd::product<M>(lo, xo, m, lower, oo);
+    }
+  });
+}
+
+/// The factors of `lanes` lanes (a multiple of batch_width) of column stride `lanes`.
+void cholesky(const double* v, int lanes, int m, double* l, bool* ok) {
+  with_size(m, [&]<int M>() {
+    HWY_ALIGN double good[chunk];
+    for (int o = 0; o < lanes; o += chunk) {
+      lane_simd::cholesky<M>(lanes_in{v + o, lanes}, m, lanes_out{l + o, lanes}, good);
+      for (int i = 0; i < chunk; ++i) ok[o + i] = good[i] != 0.0;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace ncsde
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ncsde {
+namespace {
+
+#define NCSDE_LANES_TARGET(T) \
+  lanes_table { HWY_##T, &N_##T::product, &N_##T::cholesky }
+constexpr lanes_table target_tables[] = {
+#if HWY_TARGETS & HWY_AVX3
+    NCSDE_LANES_TARGET(AVX3),
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    NCSDE_LANES_TARGET(AVX2),
+#endif
+#if HWY_TARGETS & HWY_SSE4
+    NCSDE_LANES_TARGET(SSE4),
+#endif
+#if HWY_TARGETS & HWY_NEON
+    NCSDE_LANES_TARGET(NEON),
+#endif
+#if HWY_TARGETS & HWY_PPC8
+    NCSDE_LANES_TARGET(PPC8),
+#endif
+#if HWY_TARGETS & HWY_WASM_EMU256
+    NCSDE_LANES_TARGET(WASM_EMU256),
+#endif
+#if HWY_TARGETS & HWY_WASM
+    NCSDE_LANES_TARGET(WASM),
+#endif
+#if HWY_TARGETS & HWY_EMU128
+    NCSDE_LANES_TARGET(EMU128),
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+    NCSDE_LANES_TARGET(SCALAR),
+#endif
+};
+#undef NCSDE_LANES_TARGET
+
+const lanes_table& detect_fastest() {
+  const std::int64_t supported = hwy::SupportedTargets();
+  const lanes_table* best = nullptr;
+  for (const lanes_table& t : target_tables)
+    if ((supported & t.target) != 0 && (best == nullptr || t.target < best->target)) best = &t;
+  NCSDE_ASSERT(best != nullptr, "lanes: no compiled target runs on this CPU");
+  return *best;
+}
+
+/// The calling thread's choice (detail::lane_target_scope), else nullptr.
+thread_local const lanes_table* chosen = nullptr;
+
+const lanes_table& tables() {
+  if (chosen != nullptr) return *chosen;
+  static const lanes_table& fastest = detect_fastest();
+  return fastest;
+}
+
+}  // namespace
+
+void lane_product(const lane_block& l, const Eigen::Ref<const lane_block>& x, int m, bool lower,
+                  lane_block& out) {
+  NCSDE_ASSERT(l.cols() == static_cast<Eigen::Index>(m) * m && x.cols() == l.cols(),
+               "lane_product: L and X must be m×m per lane");
+  NCSDE_ASSERT(&out != &l && out.data() != x.data(), "lane_product: out must not be L or X");
+  out.resize(batch_width, l.cols());
+  tables().product(l.data(), x.data(), x.outerStride(), m, lower, out.data(), false);
+}
+
+void lane_product_transposed(const Eigen::Ref<const lane_block>& x, const lane_block& l, int m,
+                             bool lower, lane_block& out) {
+  NCSDE_ASSERT(l.cols() == static_cast<Eigen::Index>(m) * m && x.cols() == l.cols(),
+               "lane_product_transposed: L and X must be m×m per lane");
+  NCSDE_ASSERT(&out != &l && out.data() != x.data(),
+               "lane_product_transposed: out must not be L or X");
+  out.resize(batch_width, l.cols());
+  tables().product(l.data(), x.data(), x.outerStride(), m, lower, out.data(), true);
+}
+
+namespace detail {
+
+void lane_cholesky_columns(const double* v, int lanes, int m, double* l, bool* ok) {
+  NCSDE_ASSERT(lanes >= batch_width && lanes % batch_width == 0,
+               "lane_cholesky: the lane count must be a multiple of batch_width");
+  tables().cholesky(v, lanes, m, l, ok);
+}
+
+std::int64_t lane_target() { return tables().target; }
+
+std::vector<std::string> lane_targets() {
+  std::vector<std::string> names;
+  const std::int64_t supported = hwy::SupportedTargets();
+  for (const lanes_table& t : target_tables)
+    if ((supported & t.target) != 0) names.push_back(hwy::TargetName(t.target));
+  return names;
+}
+
+lane_target_scope::lane_target_scope(const std::string& target) : m_previous(chosen) {
+  const std::int64_t supported = hwy::SupportedTargets();
+  for (const lanes_table& t : target_tables)
+    if ((supported & t.target) != 0 && hwy::TargetName(t.target) == target) {
+      chosen = &t;
+      return;
+    }
+  throw_invalid_argument("lane_target_scope", "target", target, "one of detail::lane_targets()");
+}
+
+lane_target_scope::~lane_target_scope() { chosen = static_cast<const lanes_table*>(m_previous); }
+
+}  // namespace detail
+}  // namespace ncsde
+#endif  // HWY_ONCE
