@@ -6,9 +6,8 @@
 //
 // Every lane goes through the same correctly rounded operations (add, sub, mul, div, sqrt) in the
 // same order on every target, and the file is built with -ffp-contract=off (no fused multiply-add),
-// so the kernels' numbers are the same bits on every instruction set (lane_kernels_test checks each
-// compiled target against the widest). b_relu_lanes, whose arccos is a scalar libm call per lane,
-// stays on Eigen's packets in the part compiled once.
+// so the kernels' numbers are the same bits on every instruction set (batched_model_test checks each
+// compiled target against the widest). The ReLU drift's arccos is std::acos, lane by lane.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/models/lane_kernels.cpp"
 // As in random.cpp: the kernels take the lane count at compile time, so the scalable targets are
@@ -74,36 +73,11 @@ void with_lane_size(int m, F&& f) {
   }
 }
 
-/// b_relu lane by lane on Eigen's packets, in b_relu's operations (bit-identical to it).
-template <int M>
-void b_relu_lanes_impl(const lane_block& v, int m_in, double c_plus, double c_minus,
-                       lane_block& out) {
-  const int m = M == Eigen::Dynamic ? m_in : M;
-  assert_lanes(v, m, "b_relu_lanes: V must be m×m per lane");
-  NCSDE_ASSERT(&out != &v, "b_relu_lanes: out must not be V");
-  const double scale = (c_plus - c_minus) * (c_plus - c_minus) / (2.0 * std::numbers::pi);
-  out.resize(batch_width, v.cols());
-  // The diagonal columns of `out` hold √V^{aa} until the end, as in b_relu.
-  for (int a = 0; a < m; ++a) out.col(at(a, a, m)) = v.col(at(a, a, m)).max(0.0).sqrt();
-  lane_column norm, rho, arccos;
-  for (int a = 0; a < m; ++a)
-    for (int b = a + 1; b < m; ++b) {
-      norm = out.col(at(a, a, m)) * out.col(at(b, b, m));
-      // std::clamp to [−1, 1]; where norm = 0 the quotient is not finite and the lane takes 0.
-      rho = (v.col(at(a, b, m)) / norm).max(-1.0).min(1.0);
-      for (int l = 0; l < batch_width; ++l) arccos(l) = std::acos(rho(l));
-      const lane_column value =
-          (norm > 0.0).select(scale * ((1.0 - rho * rho).sqrt() - rho * arccos) * norm, 0.0);
-      out.col(at(a, b, m)) = value;
-      out.col(at(b, a, m)) = value;
-    }
-  for (int a = 0; a < m; ++a) out.col(at(a, a, m)).setZero();
-}
-
 /// One instruction set's kernels. The outputs and the workspace are sized by the caller (the
 /// public functions below); the kernels only read and write their columns.
 struct lane_kernel_table {
   std::int64_t target;
+  void (*b_relu)(lane_columns v, int m, double scale, lane_block& out);
   void (*b_att)(lane_columns v, int m, double tau0, lane_block& out,
                 lane_coefficient_workspace& ws);
   void (*b_causal)(lane_columns v, int m, double tau0, lane_block& out,
@@ -167,6 +141,38 @@ HWY_INLINE void symmetric_sum(const out& y, int m_in, const out& o) {
   const int m = M == Eigen::Dynamic ? m_in : M;
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a) o.set(at(a, b, m), hn::Add(y(at(a, b, m)), y(at(b, a, m))));
+}
+
+/// b_relu: b_ab = c ((1 − ρ²)^{1/2} − ρ arccos ρ) √(V_aa V_bb) off the diagonal (0 where
+/// V_aa V_bb = 0), ρ = V_ab/√(V_aa V_bb) clamped to [−1, 1], c = (c₊ − c₋)²/(2π); the diagonal 0.
+/// The clamps and the max with 0 are comparisons and blends (x < y ? y : x), the NaN behaviour of
+/// std::max and std::clamp; arccos is std::acos lane by lane, as in b_relu: bit-identical to it.
+template <int M>
+void b_relu_chunk(const in& v, int m_in, double scale, const out& o) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
+  const V zero = hn::Zero(D()), one = dup(1.0), minus_one = dup(-1.0);
+  // The diagonal columns of the output hold √V^{aa} until the end, as in b_relu.
+  for (int a = 0; a < m; ++a) {
+    const V d = v(at(a, a, m));
+    o.set(at(a, a, m), hn::Sqrt(hn::IfThenElse(hn::Lt(d, zero), zero, d)));
+  }
+  HWY_ALIGN double buffer[chunk];
+  for (int a = 0; a < m; ++a)
+    for (int b = a + 1; b < m; ++b) {
+      const V norm = hn::Mul(o(at(a, a, m)), o(at(b, b, m)));
+      V rho = hn::Div(v(at(a, b, m)), norm);
+      rho = hn::IfThenElse(hn::Lt(rho, minus_one), minus_one, rho);
+      rho = hn::IfThenElse(hn::Lt(one, rho), one, rho);
+      hn::Store(rho, D(), buffer);
+      for (int l = 0; l < chunk; ++l) buffer[l] = std::acos(buffer[l]);
+      const V arccos = hn::Load(D(), buffer);
+      const V shape = hn::Sub(hn::Sqrt(hn::Sub(one, hn::Mul(rho, rho))), hn::Mul(rho, arccos));
+      const V value =
+          hn::IfThenElseZero(hn::Gt(norm, zero), hn::Mul(hn::Mul(dup(scale), shape), norm));
+      o.set(at(a, b, m), value);
+      o.set(at(b, a, m), value);
+    }
+  for (int a = 0; a < m; ++a) o.set(at(a, a, m), zero);
 }
 
 /// b_att: with v̄ the row means, u = ½ (diag(PVP) − tr(PVP)/m),
@@ -345,6 +351,13 @@ void noise_causal_chunk(const in& l, bool lower, const in& v, const in& z, int m
 
 // The entry points: the lane group chunk by chunk.
 
+void b_relu(lane_columns v, int m, double scale, lane_block& o) {
+  with_lane_size(m, [&]<int M>() {
+    for (int lane = 0; lane < batch_width; lane += chunk)
+      b_relu_chunk<M>(in(v, lane), m, scale, out(o, lane));
+  });
+}
+
 void b_att(lane_columns v, int m, double tau0, lane_block& o, lane_coefficient_workspace& ws) {
   with_lane_size(m, [&]<int M>() {
     for (int lane = 0; lane < batch_width; lane += chunk)
@@ -395,10 +408,10 @@ namespace ncsde::models {
 namespace {
 
 // The compiled targets, best first (Highway numbers its targets from the best: the lowest bit).
-#define NCSDE_LANE_TARGET(T)                                                        \
-  lane_kernel_table {                                                               \
-    HWY_##T, &N_##T::b_att, &N_##T::b_causal, &N_##T::noise_lin, &N_##T::noise_att, \
-        &N_##T::noise_causal                                                        \
+#define NCSDE_LANE_TARGET(T)                                                     \
+  lane_kernel_table {                                                            \
+    HWY_##T, &N_##T::b_relu, &N_##T::b_att, &N_##T::b_causal, &N_##T::noise_lin, \
+        &N_##T::noise_att, &N_##T::noise_causal                                  \
   }
 constexpr lane_kernel_table target_kernels[] = {
 #if HWY_TARGETS & HWY_AVX3
@@ -451,7 +464,11 @@ void size_for(int m, lane_block& out, std::initializer_list<lane_block*> work) {
 }  // namespace
 
 void b_relu_lanes(const lane_block& v, int m, double c_plus, double c_minus, lane_block& out) {
-  with_lane_size(m, [&]<int M>() { b_relu_lanes_impl<M>(v, m, c_plus, c_minus, out); });
+  assert_lanes(v, m, "b_relu_lanes: V must be m×m per lane");
+  NCSDE_ASSERT(&out != &v, "b_relu_lanes: out must not be V");
+  const double scale = (c_plus - c_minus) * (c_plus - c_minus) / (2.0 * std::numbers::pi);
+  out.resize(batch_width, v.cols());
+  kernels().b_relu(columns_of(v), m, scale, out);
 }
 
 void b_att_lanes(const lane_block& v, int m, double tau0, lane_block& out,

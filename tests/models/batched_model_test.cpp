@@ -136,7 +136,7 @@ TEST_CASE("lane coefficients equal the per-path ones to round-off, every model, 
   MESSAGE("largest lane vs per-path coefficient distance: ", worst, " ulps (normwise)");
 }
 
-TEST_CASE("b_relu_lanes is b_relu bit for bit, also at |ρ| = 1 and V^{aa} = 0") {
+TEST_CASE("b_relu_lanes is b_relu bit for bit on every target, also at |ρ| = 1 and V^{aa} = 0") {
   const int m = 4;
   lane_block v(batch_width, m * m), out;
   for (int l = 0; l < batch_width; ++l) {
@@ -145,12 +145,16 @@ TEST_CASE("b_relu_lanes is b_relu bit for bit, also at |ρ| = 1 and V^{aa} = 0")
     if (l == 2) x.row(1) = x.row(0), x.col(1) = x.col(0);  // ρ^{01} = 1
     set_lane(v, l, x);
   }
-  models::b_relu_lanes(v, m, 0.3, -1.7, out);
-  for (int l = 0; l < batch_width; ++l) {
-    matrix expected;
-    models::b_relu(lane_matrix(v, l, m), 0.3, -1.7, expected);
-    CAPTURE(l);
-    CHECK(lane_matrix(out, l, m) == expected);
+  for (const std::string& target : ncsde::detail::lane_targets()) {
+    const ncsde::detail::lane_target_scope scope(target);
+    models::b_relu_lanes(v, m, 0.3, -1.7, out);
+    for (int l = 0; l < batch_width; ++l) {
+      matrix expected;
+      models::b_relu(lane_matrix(v, l, m), 0.3, -1.7, expected);
+      CAPTURE(target);
+      CAPTURE(l);
+      CHECK(lane_matrix(out, l, m) == expected);
+    }
   }
 }
 

@@ -11,7 +11,7 @@
 /// resized by the kernels; an output must not be an input or a member of the workspace given.
 /// Inputs are not validated (hot paths): sizes are checked with NCSDE_ASSERT only.
 ///
-/// All kernels but b_relu_lanes run on Google Highway's vectors, compiled for each instruction set
+/// The kernels run on Google Highway's vectors, compiled for each instruction set
 /// (AVX-512, AVX2, SSE4, NEON, …, and a portable fallback) and chosen at run time: the widest the CPU
 /// runs (ncsde::detail::lane_target, lanes.hpp). Their numbers are the same bits on every instruction
 /// set (the same correctly rounded operations per lane, in the same order, no fused multiply-add).
