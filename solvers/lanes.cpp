@@ -28,20 +28,6 @@
 namespace ncsde {
 namespace {
 
-/// f.template operator()<M>() for m = M in fixed_sizes, else f.template operator()<Eigen::Dynamic>().
-template <class F>
-void with_size(int m, F&& f) {
-  switch (m) {
-#define NCSDE_LANES_SIZE_CASE(M) \
-  case M:                        \
-    return f.template operator()<M>();
-    NCSDE_FIXED_SIZES(NCSDE_LANES_SIZE_CASE)
-#undef NCSDE_LANES_SIZE_CASE
-    default:
-      return f.template operator()<Eigen::Dynamic>();
-  }
-}
-
 struct lanes_table {
   std::int64_t target;
   void (*product)(const double* l, const double* x, Eigen::Index x_stride, int m, bool lower,
@@ -67,7 +53,7 @@ static_assert(chunk >= 1 && batch_width % chunk == 0, "a lane group is a whole n
 /// out = L X or, with `transposed`, out = X Lᵀ (x: the first operand then), for batch_width lanes.
 void product(const double* l, const double* x, Eigen::Index x_stride, int m, bool lower,
              double* out, bool transposed) {
-  with_size(m, [&]<int M>() {
+  with_fixed_size(m, [&]<int M>() {
     for (int o = 0; o < batch_width; o += chunk) {
       const lanes_in lo{l + o, batch_width}, xo{x + o, x_stride};
       const lanes_out oo{out + o, batch_width};
@@ -81,7 +67,7 @@ void product(const double* l, const double* x, Eigen::Index x_stride, int m, boo
 
 /// The factors of `lanes` lanes (a multiple of batch_width) of column stride `lanes`.
 void cholesky(const double* v, int lanes, int m, double* l, bool* ok) {
-  with_size(m, [&]<int M>() {
+  with_fixed_size(m, [&]<int M>() {
     HWY_ALIGN double good[chunk];
     for (int o = 0; o < lanes; o += chunk) {
       lane_simd::cholesky<M>(lanes_in{v + o, lanes}, m, lanes_out{l + o, lanes}, good);
@@ -96,40 +82,13 @@ void cholesky(const double* v, int lanes, int m, double* l, bool* ok) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "solvers/hwy_targets.hpp"
+
 namespace ncsde {
 namespace {
 
-#define NCSDE_LANES_TARGET(T) \
-  lanes_table { HWY_##T, &N_##T::product, &N_##T::cholesky }
-constexpr lanes_table target_tables[] = {
-#if HWY_TARGETS & HWY_AVX3
-    NCSDE_LANES_TARGET(AVX3),
-#endif
-#if HWY_TARGETS & HWY_AVX2
-    NCSDE_LANES_TARGET(AVX2),
-#endif
-#if HWY_TARGETS & HWY_SSE4
-    NCSDE_LANES_TARGET(SSE4),
-#endif
-#if HWY_TARGETS & HWY_NEON
-    NCSDE_LANES_TARGET(NEON),
-#endif
-#if HWY_TARGETS & HWY_PPC8
-    NCSDE_LANES_TARGET(PPC8),
-#endif
-#if HWY_TARGETS & HWY_WASM_EMU256
-    NCSDE_LANES_TARGET(WASM_EMU256),
-#endif
-#if HWY_TARGETS & HWY_WASM
-    NCSDE_LANES_TARGET(WASM),
-#endif
-#if HWY_TARGETS & HWY_EMU128
-    NCSDE_LANES_TARGET(EMU128),
-#endif
-#if HWY_TARGETS & HWY_SCALAR
-    NCSDE_LANES_TARGET(SCALAR),
-#endif
-};
+#define NCSDE_LANES_TARGET(T) lanes_table{HWY_##T, &N_##T::product, &N_##T::cholesky},
+constexpr lanes_table target_tables[] = {NCSDE_HWY_TARGETS(NCSDE_LANES_TARGET)};
 #undef NCSDE_LANES_TARGET
 
 const lanes_table& detect_fastest() {

@@ -561,6 +561,8 @@ void fill_lane_normals(const lane_keys& keys, int lanes, double* out, std::ptrdi
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "solvers/hwy_targets.hpp"
+
 namespace ncsde {
 namespace {
 
@@ -570,45 +572,10 @@ constexpr path_kernels scalar_kernels{0, &fill_scalar<true>, &fill_scalar<false>
                                       &fill_lanes_scalar<true>};
 
 // The Highway targets compiled into this file (HWY_TARGETS), each target's entry points: a constant
-// table, so that it is complete before any static initialiser runs. The list is Highway's own
-// (highway.h, HWY_CHOOSE_*), the scalable targets left out above.
+// table, so that it is complete before any static initialiser runs (the list: hwy_targets.hpp).
 #define NCSDE_RANDOM_TARGET(T) \
-  path_kernels { HWY_##T, &N_##T::fill<true>, &N_##T::fill<false>, &N_##T::fill_lane_normals }
-constexpr path_kernels target_kernels[] = {
-#if HWY_TARGETS & HWY_AVX3_DL
-    NCSDE_RANDOM_TARGET(AVX3_DL),
-#endif
-#if HWY_TARGETS & HWY_AVX3
-    NCSDE_RANDOM_TARGET(AVX3),
-#endif
-#if HWY_TARGETS & HWY_AVX2
-    NCSDE_RANDOM_TARGET(AVX2),
-#endif
-#if HWY_TARGETS & HWY_SSE4
-    NCSDE_RANDOM_TARGET(SSE4),
-#endif
-#if HWY_TARGETS & HWY_SSSE3
-    NCSDE_RANDOM_TARGET(SSSE3),
-#endif
-#if HWY_TARGETS & HWY_NEON
-    NCSDE_RANDOM_TARGET(NEON),
-#endif
-#if HWY_TARGETS & HWY_PPC8
-    NCSDE_RANDOM_TARGET(PPC8),
-#endif
-#if HWY_TARGETS & HWY_WASM_EMU256
-    NCSDE_RANDOM_TARGET(WASM_EMU256),
-#endif
-#if HWY_TARGETS & HWY_WASM
-    NCSDE_RANDOM_TARGET(WASM),
-#endif
-#if HWY_TARGETS & HWY_EMU128
-    NCSDE_RANDOM_TARGET(EMU128),
-#endif
-#if HWY_TARGETS & HWY_SCALAR
-    NCSDE_RANDOM_TARGET(SCALAR),
-#endif
-};
+  path_kernels{HWY_##T, &N_##T::fill<true>, &N_##T::fill<false>, &N_##T::fill_lane_normals},
+constexpr path_kernels target_kernels[] = {NCSDE_HWY_TARGETS(NCSDE_RANDOM_TARGET)};
 #undef NCSDE_RANDOM_TARGET
 
 /// The kernels of `path`, or nullptr when this file was not compiled for it.

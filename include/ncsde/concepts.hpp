@@ -96,6 +96,16 @@ constexpr bool in_sizes(std::integer_sequence<int, Ms...>) {
 template <int M>
 inline constexpr bool is_fixed_size = detail::in_sizes<M>(fixed_sizes{});
 
+/// f.template operator()<M>() for m = M one of fixed_sizes, f.template operator()<Eigen::Dynamic>()
+/// otherwise: code written once over the size m, its loops unrolled on the fixed sizes.
+template <class F>
+void with_fixed_size(int m, F&& f) {
+  [&]<int... Ms>(std::integer_sequence<int, Ms...>) {
+    const bool fixed = ((m == Ms && (f.template operator()<Ms>(), true)) || ...);
+    if (!fixed) f.template operator()<Eigen::Dynamic>();
+  }(fixed_sizes{});
+}
+
 /// S is an SDE on State:
 ///  - s.noise_dimension(rows) → k ≥ 1, the number of standard normals one increment needs;
 ///  - s.drift(v, out, t): out = b(t, v) (out is sized by the caller to match v);

@@ -7,9 +7,8 @@
 /// contiguous and one SIMD instruction advances several paths (in a user's batched form Eigen's
 /// packet math, whichever instruction set the translation unit is compiled for; in the library's
 /// own lane arithmetic below, Google Highway's vectors, the widest the CPU runs, chosen at run
-/// time). The coordinates of a state are
-/// its entries in Eigen's storage order: entry (a, b) of an m×m matrix is column a + b·m, entry i
-/// of a vector column i. An increment block holds the noise ξ of every lane the same way
+/// time). The coordinates of a state are its entries in Eigen's storage order: entry (a, b) of an
+/// m×m matrix is column a + b·m, entry i of a vector column i. An increment block holds the noise ξ of every lane the same way
 /// (batch_width × k).
 ///
 /// BatchedSde. An SDE offers its batched form with two members,

@@ -58,21 +58,6 @@ inline lane_columns columns_of(const Eigen::Ref<const lane_block>& x) {
   return {x.data(), x.outerStride()};
 }
 
-/// f.template operator()<M>() for m = M in fixed_sizes, f.template operator()<Eigen::Dynamic>()
-/// otherwise: the kernels' loops unrolled on the fixed sizes.
-template <class F>
-void with_lane_size(int m, F&& f) {
-  switch (m) {
-#define NCSDE_LANE_SIZE_CASE(M) \
-  case M:                       \
-    return f.template operator()<M>();
-    NCSDE_FIXED_SIZES(NCSDE_LANE_SIZE_CASE)
-#undef NCSDE_LANE_SIZE_CASE
-    default:
-      return f.template operator()<Eigen::Dynamic>();
-  }
-}
-
 /// One instruction set's kernels. The outputs and the workspace are sized by the caller (the
 /// public functions below); the kernels only read and write their columns.
 struct lane_kernel_table {
@@ -352,21 +337,21 @@ void noise_causal_chunk(const in& l, bool lower, const in& v, const in& z, int m
 // The entry points: the lane group chunk by chunk.
 
 void b_relu(lane_columns v, int m, double scale, lane_block& o) {
-  with_lane_size(m, [&]<int M>() {
+  with_fixed_size(m, [&]<int M>() {
     for (int lane = 0; lane < batch_width; lane += chunk)
       b_relu_chunk<M>(in(v, lane), m, scale, out(o, lane));
   });
 }
 
 void b_att(lane_columns v, int m, double tau0, lane_block& o, lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() {
+  with_fixed_size(m, [&]<int M>() {
     for (int lane = 0; lane < batch_width; lane += chunk)
       b_att_chunk<M>(in(v, lane), m, tau0, out(o, lane), ws, lane);
   });
 }
 
 void b_causal(lane_columns v, int m, double tau0, lane_block& o, lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() {
+  with_fixed_size(m, [&]<int M>() {
     for (int lane = 0; lane < batch_width; lane += chunk)
       b_causal_chunk<M>(in(v, lane), m, tau0, out(o, lane), ws, lane);
   });
@@ -374,7 +359,7 @@ void b_causal(lane_columns v, int m, double tau0, lane_block& o, lane_coefficien
 
 void noise_lin(lane_columns l, bool lower, lane_columns g, int m, lane_block& o,
                lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() {
+  with_fixed_size(m, [&]<int M>() {
     for (int lane = 0; lane < batch_width; lane += chunk)
       noise_lin_chunk<M>(in(l, lane), lower, in(g, lane), m, out(o, lane), ws, lane);
   });
@@ -382,7 +367,7 @@ void noise_lin(lane_columns l, bool lower, lane_columns g, int m, lane_block& o,
 
 void noise_att(lane_columns l, bool lower, lane_columns v, lane_columns z, int m, double tau0,
                lane_block& o, lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() {
+  with_fixed_size(m, [&]<int M>() {
     for (int lane = 0; lane < batch_width; lane += chunk)
       noise_att_chunk<M>(in(l, lane), lower, in(v, lane), in(z, lane), m, tau0, out(o, lane), ws,
                          lane);
@@ -391,7 +376,7 @@ void noise_att(lane_columns l, bool lower, lane_columns v, lane_columns z, int m
 
 void noise_causal(lane_columns l, bool lower, lane_columns v, lane_columns z, int m, double tau0,
                   lane_block& o, lane_coefficient_workspace& ws) {
-  with_lane_size(m, [&]<int M>() {
+  with_fixed_size(m, [&]<int M>() {
     for (int lane = 0; lane < batch_width; lane += chunk)
       noise_causal_chunk<M>(in(l, lane), lower, in(v, lane), in(z, lane), m, tau0, out(o, lane), ws,
                             lane);
@@ -404,44 +389,16 @@ void noise_causal(lane_columns l, bool lower, lane_columns v, lane_columns z, in
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "solvers/hwy_targets.hpp"
+
 namespace ncsde::models {
 namespace {
 
 // The compiled targets, best first (Highway numbers its targets from the best: the lowest bit).
-#define NCSDE_LANE_TARGET(T)                                                     \
-  lane_kernel_table {                                                            \
-    HWY_##T, &N_##T::b_relu, &N_##T::b_att, &N_##T::b_causal, &N_##T::noise_lin, \
-        &N_##T::noise_att, &N_##T::noise_causal                                  \
-  }
-constexpr lane_kernel_table target_kernels[] = {
-#if HWY_TARGETS & HWY_AVX3
-    NCSDE_LANE_TARGET(AVX3),
-#endif
-#if HWY_TARGETS & HWY_AVX2
-    NCSDE_LANE_TARGET(AVX2),
-#endif
-#if HWY_TARGETS & HWY_SSE4
-    NCSDE_LANE_TARGET(SSE4),
-#endif
-#if HWY_TARGETS & HWY_NEON
-    NCSDE_LANE_TARGET(NEON),
-#endif
-#if HWY_TARGETS & HWY_PPC8
-    NCSDE_LANE_TARGET(PPC8),
-#endif
-#if HWY_TARGETS & HWY_WASM_EMU256
-    NCSDE_LANE_TARGET(WASM_EMU256),
-#endif
-#if HWY_TARGETS & HWY_WASM
-    NCSDE_LANE_TARGET(WASM),
-#endif
-#if HWY_TARGETS & HWY_EMU128
-    NCSDE_LANE_TARGET(EMU128),
-#endif
-#if HWY_TARGETS & HWY_SCALAR
-    NCSDE_LANE_TARGET(SCALAR),
-#endif
-};
+#define NCSDE_LANE_TARGET(T)                                                                     \
+  lane_kernel_table{HWY_##T,           &N_##T::b_relu,    &N_##T::b_att,       &N_##T::b_causal, \
+                    &N_##T::noise_lin, &N_##T::noise_att, &N_##T::noise_causal},
+constexpr lane_kernel_table target_kernels[] = {NCSDE_HWY_TARGETS(NCSDE_LANE_TARGET)};
 #undef NCSDE_LANE_TARGET
 
 /// The table of the calling thread's lane target (ncsde::detail::lane_target: the widest the CPU

@@ -163,46 +163,31 @@ void covariance_sde::diffusion(const square_matrix<M>& v, const vector& xi, squa
   diffusion_impl<M>(v, xi, out);
 }
 
-namespace {
-
-/// f.template operator()<M>() for the fixed size M = m, f.template operator()<Eigen::Dynamic>()
-/// for any other m.
-template <class F, int... Ms>
-void with_state_size(int m, F&& f, std::integer_sequence<int, Ms...>) {
-  const bool fixed = ((m == Ms && (f.template operator()<Ms>(), true)) || ...);
-  if (!fixed) f.template operator()<Eigen::Dynamic>();
-}
-
-}  // namespace
-
 void covariance_sde::factor_lanes(const lane_block& v, int m) const {
   shaped_lane_workspace& ws = m_lanes;
   lane_cholesky(v, m, ws.l, ws.ok);
-  with_state_size(
-      m,
-      [&]<int M>() {
-        // The per-path check and factor use Eigen::LLT on dynamic sizes, whose sums run in another
-        // order (for m = 1 it is the same operation).
-        if constexpr (M == Eigen::Dynamic)
-          if (m > 1) require_pivot_margin(v, m, ws.l, ws.ok);
-        ws.lower = ws.ok.all();
-        if (ws.lower) return;
-        shaped_workspace<M>& per_path = workspace<M>();
-        square_matrix<M>& x = per_path.work;
-        for (int lane = 0; lane < batch_width; ++lane) {
-          if (ws.ok(lane)) continue;
-          x.resize(m, m);
-          for (int b = 0; b < m; ++b)
-            for (int a = 0; a < m; ++a) x(a, b) = v(lane, a + b * m);
-          // The per-path diffusion's factor of this V (and no stale cache of it).
-          per_path.factor_valid = false;
-          per_path.factor.compute(x);
-          const square_matrix<M>& f = per_path.factor.l();
-          for (int b = 0; b < m; ++b)
-            for (int a = 0; a < m; ++a) ws.l(lane, a + b * m) = f(a, b);
-        }
-      },
-      fixed_sizes{});
+  with_fixed_size(m, [&]<int M>() {
+    // The per-path check and factor use Eigen::LLT on dynamic sizes, whose sums run in another
+    // order (for m = 1 it is the same operation).
+    if constexpr (M == Eigen::Dynamic)
+      if (m > 1) require_pivot_margin(v, m, ws.l, ws.ok);
+    ws.lower = ws.ok.all();
+    if (ws.lower) return;
+    shaped_workspace<M>& per_path = workspace<M>();
+    square_matrix<M>& x = per_path.work;
+    for (int lane = 0; lane < batch_width; ++lane) {
+      if (ws.ok(lane)) continue;
+      x.resize(m, m);
+      for (int b = 0; b < m; ++b)
+        for (int a = 0; a < m; ++a) x(a, b) = v(lane, a + b * m);
+      // The per-path diffusion's factor of this V (and no stale cache of it).
+      per_path.factor_valid = false;
+      per_path.factor.compute(x);
+      const square_matrix<M>& f = per_path.factor.l();
+      for (int b = 0; b < m; ++b)
+        for (int a = 0; a < m; ++a) ws.l(lane, a + b * m) = f(a, b);
+    }
+  });
 }
 
 void covariance_sde::drift_lanes(const lane_block& v, lane_block& out, double /*t*/) const {
