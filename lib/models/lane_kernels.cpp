@@ -39,9 +39,6 @@
 namespace ncsde::models {
 namespace {
 
-/// Column of entry (a, b) of an m×m lane state.
-inline Eigen::Index at(int a, int b, int m) { return a + static_cast<Eigen::Index>(b) * m; }
-
 void assert_lanes(const lane_block& v, int m, const char* message) {
   NCSDE_ASSERT(m >= 1 && v.cols() == static_cast<Eigen::Index>(m) * m, message);
 }
@@ -89,6 +86,7 @@ namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
 namespace lane_simd = ncsde::HWY_NAMESPACE::lane_simd;
+using lane_simd::at;
 using lane_simd::chunk;
 using lane_simd::D;
 using lane_simd::product;
