@@ -66,9 +66,18 @@
 #define NCSDE_HWY_IF_SCALAR(X)
 #endif
 
-#define NCSDE_HWY_TARGETS(X)                                                                       \
-  NCSDE_HWY_IF_AVX3_DL(X)                                                                          \
-  NCSDE_HWY_IF_AVX3(X)                                                                             \
-  NCSDE_HWY_IF_AVX2(X) NCSDE_HWY_IF_SSE4(X) NCSDE_HWY_IF_SSSE3(X) NCSDE_HWY_IF_NEON(X)             \
-      NCSDE_HWY_IF_PPC8(X) NCSDE_HWY_IF_WASM_EMU256(X) NCSDE_HWY_IF_WASM(X) NCSDE_HWY_IF_EMU128(X) \
-          NCSDE_HWY_IF_SCALAR(X)
+// One target per line; clang-format does not settle on one layout for this macro.
+// clang-format off
+#define NCSDE_HWY_TARGETS(X) \
+  NCSDE_HWY_IF_AVX3_DL(X) \
+  NCSDE_HWY_IF_AVX3(X) \
+  NCSDE_HWY_IF_AVX2(X) \
+  NCSDE_HWY_IF_SSE4(X) \
+  NCSDE_HWY_IF_SSSE3(X) \
+  NCSDE_HWY_IF_NEON(X) \
+  NCSDE_HWY_IF_PPC8(X) \
+  NCSDE_HWY_IF_WASM_EMU256(X) \
+  NCSDE_HWY_IF_WASM(X) \
+  NCSDE_HWY_IF_EMU128(X) \
+  NCSDE_HWY_IF_SCALAR(X)
+// clang-format on
