@@ -91,6 +91,7 @@ struct scalar_pack {
   static vu dupu(std::uint64_t x) { return {x}; }
   static vu loadu(const std::uint64_t* p) { return {*p}; }
   static void storeu(double* out, vd a) { *out = a.v; }
+  static void storeu_bits(std::uint64_t* out, vu a) { *out = a.v; }
   static vu iota(std::uint64_t first) { return {first}; }
   static vu xor_(vu a, vu b) { return {a.v ^ b.v}; }
   static vu xor3(vu a, vu b, vu c) { return {a.v ^ b.v ^ c.v}; }
@@ -202,43 +203,47 @@ template <class P>
   sin_out = P::as_double(P::xor_(P::as_bits(sin_abs), sin_sign));
 }
 
-/// The two uniforms of pairs first, …, first + U·lanes − 1 (U packs side by side, so that the ten
-/// dependent Philox rounds of one pack overlap with those of the others): Philox4x32-10 at counter
-/// (lo(h1 ⊕ p), hi(h1 ⊕ p), c2, c3) gives words w0..w3; a = w1·2^32 + w0, b = w3·2^32 + w2, and
-/// each becomes ((x >> 11) + 1)·2^-53 ∈ (0, 1].
 /// The ten Philox4x32 rounds on U packs of counter words r0..r3, then the two uniforms of each pack:
 /// a = w1·2^32 + w0, b = w3·2^32 + w2, each ((x >> 11) + 1)·2^-53 ∈ (0, 1]. Round r's key words:
 /// the block's table (Weyl = false: one stream, key->k0[r], key->k1[r] broadcast) or first + r·W
 /// per lane (Weyl = true: several streams, a 64-bit add whose carries go to the upper half, which
-/// no multiply or output reads). The U packs side by side, so that the dependent rounds of one
-/// overlap with those of the others. (No callback for the keys: a lambda would not carry the
-/// caller's target attribute, and vector registers passed across that boundary change the calling
-/// convention.)
-template <class P, int U, bool Weyl>
+/// no multiply or output reads), with KeyPacks = 1 key pack for all U packs (U pairs of the same
+/// streams) or KeyPacks = U, one per pack (the same pair of U packs of streams). The U packs side
+/// by side, so that the dependent rounds of one overlap with those of the others. (No callback for
+/// the keys: a lambda would not carry the caller's target attribute, and vector registers passed
+/// across that boundary change the calling convention.)
+template <class P, int U, bool Weyl, int KeyPacks = 1>
 [[gnu::always_inline]] inline void philox_uniforms(
     typename P::vu (&r0)[U], typename P::vu (&r1)[U], typename P::vu (&r2)[U],
-    typename P::vu (&r3)[U], const block_key* key, const typename P::vu& first0,
-    const typename P::vu& first1, typename P::vd (&ua)[U], typename P::vd (&ub)[U]) {
+    typename P::vu (&r3)[U], const block_key* key, const typename P::vu (&first0)[KeyPacks],
+    const typename P::vu (&first1)[KeyPacks], typename P::vd (&ua)[U], typename P::vd (&ub)[U]) {
+  static_assert(KeyPacks == 1 || KeyPacks == U);
   using vu = typename P::vu;
   const vu m0 = P::dupu(0xD2511F53);  // Random123's PHILOX_M4x32_0, _1
   const vu m1 = P::dupu(0xCD9E8D57);
-  vu k0 = first0, k1 = first1;
+  vu k0[KeyPacks], k1[KeyPacks];
+  for (int q = 0; q < KeyPacks; ++q) {
+    k0[q] = first0[q];
+    k1[q] = first1[q];
+  }
   for (std::size_t round = 0; round < 10; ++round) {
     if constexpr (Weyl) {
-      if (round > 0) {
-        k0 = P::addu(k0, P::dupu(0x9E3779B9u));  // Philox Weyl increments W0, W1
-        k1 = P::addu(k1, P::dupu(0xBB67AE85u));
-      }
+      if (round > 0)
+        for (int q = 0; q < KeyPacks; ++q) {
+          k0[q] = P::addu(k0[q], P::dupu(0x9E3779B9u));  // Philox Weyl increments W0, W1
+          k1[q] = P::addu(k1[q], P::dupu(0xBB67AE85u));
+        }
     } else {
-      k0 = P::dupu(key->k0[round]);
-      k1 = P::dupu(key->k1[round]);
+      k0[0] = P::dupu(key->k0[round]);
+      k1[0] = P::dupu(key->k1[round]);
     }
     for (int u = 0; u < U; ++u) {
+      const int q = KeyPacks == 1 ? 0 : u;
       const vu p0 = P::mul32(r0[u], m0);
       const vu p1 = P::mul32(r2[u], m1);
-      r0[u] = P::xor3(P::template shr<32>(p1), r1[u], k0);
+      r0[u] = P::xor3(P::template shr<32>(p1), r1[u], k0[q]);
       r1[u] = p1;
-      r2[u] = P::xor3(P::template shr<32>(p0), r3[u], k1);
+      r2[u] = P::xor3(P::template shr<32>(p0), r3[u], k1[q]);
       r3[u] = p0;
     }
   }
@@ -278,7 +283,8 @@ template <class P, int U>
     r2[u] = P::dupu(key.c2);
     r3[u] = P::dupu(key.c3);
   }
-  philox_uniforms<P, U, false>(r0, r1, r2, r3, &key, P::dupu(0), P::dupu(0), ua, ub);
+  const vu none[1] = {P::dupu(0)};
+  philox_uniforms<P, U, false>(r0, r1, r2, r3, &key, none, none, ua, ub);
 }
 
 /// Normals (Normal = true: Box–Muller on the uniforms of the same pairs, z0 = √(−2 ln a)·cos 2πb,
@@ -316,10 +322,10 @@ template <class P, bool Normal>
   }
 }
 
-/// The keys of up to lane_capacity streams at one address, one lane per stream, as 64-bit words
-/// (a Philox4x32 word in the low half): what the lane kernels load as packs. Only the first round's
-/// key words are kept; the kernel adds the Weyl increments round by round.
-constexpr int lane_capacity = 16;
+/// The keys of up to lane_capacity streams, one lane per stream, as 64-bit words (a Philox4x32 word
+/// in the low half): what the lane kernels load as packs. Only the first round's key words are
+/// kept; the kernel adds the Weyl increments round by round.
+constexpr int lane_capacity = lane_stream_capacity;
 struct lane_keys {
   alignas(64) std::uint64_t k0[lane_capacity];
   alignas(64) std::uint64_t k1[lane_capacity];
@@ -328,36 +334,144 @@ struct lane_keys {
   alignas(64) std::uint64_t c3[lane_capacity];
 };
 
-/// make_block_key's words for `lanes` streams (padding lanes up to lane_capacity get zero keys:
-/// their numbers are computed by the lane kernels, never stored).
-void make_lane_keys(std::uint64_t seed, const std::uint64_t* paths, int lanes, random_domain domain,
-                    std::uint64_t i0, std::uint64_t i1, lane_keys& keys) {
+/// The addresses of up to lane_capacity streams: stream t is (seed, path[t]) at block (domain,
+/// i0[t], i1). Lanes from `streams` up to lane_capacity are padding (path and i0 zero): the key
+/// kernels compute them whole packs at a time, and their numbers are never stored.
+struct lane_addresses {
+  std::uint64_t seed;
+  alignas(64) std::uint64_t path[lane_capacity];
+  alignas(64) std::uint64_t i0[lane_capacity];
+  std::uint64_t i1;
+  std::uint64_t domain;
+  int streams;
+};
+
+lane_addresses make_lane_addresses(std::uint64_t seed, const std::uint64_t* paths,
+                                   const std::uint64_t* i0s, std::uint64_t i0, int streams,
+                                   random_domain domain, std::uint64_t i1) {
+  lane_addresses a{};
+  a.seed = seed;
+  a.i1 = i1;
+  a.domain = static_cast<std::uint64_t>(domain);
+  a.streams = streams;
+  for (int t = 0; t < streams; ++t) {
+    a.path[t] = paths[t];
+    a.i0[t] = i0s != nullptr ? i0s[t] : i0;
+  }
+  return a;
+}
+
+/// Stores block (h0, h1, h2) of Philox4x64 as stream t's lane keys: h0 = the Philox4x32 key (lo,
+/// hi), h1 the counter words xored with the pair, h2 = (c2, c3).
+inline void store_lane_key(lane_keys& keys, int t, std::uint64_t h0, std::uint64_t h1,
+                           std::uint64_t h2) {
+  keys.k0[t] = h0 & 0xFFFFFFFFu;
+  keys.k1[t] = h0 >> 32;
+  keys.h1[t] = h1;
+  keys.c2[t] = h2 & 0xFFFFFFFFu;
+  keys.c3[t] = h2 >> 32;
+}
+
+/// make_block_key's words for every stream of `a` with Random123's Philox4x64 (the reference; the
+/// SIMD paths compute the same words side by side: lane_keys_kernel). Padding lanes get zero keys
+/// (their numbers are computed by the lane kernels, never stored).
+void make_lane_keys_scalar(const lane_addresses& a, lane_keys& keys) {
   using philox = r123::Philox4x64;
-  const philox::ctr_type ctr = {{0, i0, i1, static_cast<std::uint64_t>(domain)}};
-  auto store = [&](int l, const philox::ctr_type& h) {
-    // h0 = the Philox4x32 key (lo, hi), h1 the counter words xored with the pair, h2 = (c2, c3).
-    keys.k0[l] = h[0] & 0xFFFFFFFFu;
-    keys.k1[l] = h[0] >> 32;
-    keys.h1[l] = h[1];
-    keys.c2[l] = h[2] & 0xFFFFFFFFu;
-    keys.c3[l] = h[2] >> 32;
+  auto block = [&](int t) {
+    return philox()({{0, a.i0[t], a.i1, a.domain}}, {{a.seed, a.path[t]}});
   };
-  int l = 0;
+  int t = 0;
   // Four independent Philox4x64-10 calls in one expression: inlined, their ten dependent rounds
   // overlap (about twice the throughput of one call after the other).
-  for (; l + 4 <= lanes; l += 4) {
-    const philox::ctr_type h0 = philox()(ctr, {{seed, paths[l]}});
-    const philox::ctr_type h1 = philox()(ctr, {{seed, paths[l + 1]}});
-    const philox::ctr_type h2 = philox()(ctr, {{seed, paths[l + 2]}});
-    const philox::ctr_type h3 = philox()(ctr, {{seed, paths[l + 3]}});
-    store(l, h0);
-    store(l + 1, h1);
-    store(l + 2, h2);
-    store(l + 3, h3);
+  for (; t + 4 <= a.streams; t += 4) {
+    const philox::ctr_type h0 = block(t), h1 = block(t + 1), h2 = block(t + 2), h3 = block(t + 3);
+    store_lane_key(keys, t, h0[0], h0[1], h0[2]);
+    store_lane_key(keys, t + 1, h1[0], h1[1], h1[2]);
+    store_lane_key(keys, t + 2, h2[0], h2[1], h2[2]);
+    store_lane_key(keys, t + 3, h3[0], h3[1], h3[2]);
   }
-  for (; l < lanes; ++l) store(l, philox()(ctr, {{seed, paths[l]}}));
-  // Padding lanes: zero keys (their numbers are computed by the lane kernels, never stored).
-  for (; l < lane_capacity; ++l) keys.k0[l] = keys.k1[l] = keys.h1[l] = keys.c2[l] = keys.c3[l] = 0;
+  for (; t < a.streams; ++t) {
+    const philox::ctr_type h = block(t);
+    store_lane_key(keys, t, h[0], h[1], h[2]);
+  }
+  for (; t < lane_capacity; ++t) store_lane_key(keys, t, 0, 0, 0);
+}
+
+/// (lo, hi) of the 128-bit product a·m of 64-bit words, for a constant m = mh·2^32 + ml given as
+/// its halves: four 32×32 → 64 products (mul32), as a pack has no 64×64 multiply on most targets.
+/// With a = ah·2^32 + al: a·m = al·ml + (al·mh + ah·ml)·2^32 + ah·mh·2^64; the middle sums are
+/// carried 32 bits at a time, so every step is exact in 64 bits.
+template <class P>
+[[gnu::always_inline]] inline void mulhilo64(const typename P::vu& a, const typename P::vu& ml,
+                                             const typename P::vu& mh, typename P::vu& lo,
+                                             typename P::vu& hi) {
+  using vu = typename P::vu;
+  const vu low = P::dupu(0xFFFFFFFFu);
+  const vu ah = P::template shr<32>(a);
+  const vu ll = P::mul32(a, ml);
+  const vu lh = P::mul32(a, mh);
+  const vu hl = P::mul32(ah, ml);
+  const vu hh = P::mul32(ah, mh);
+  // The 32-bit column of 2^32: the high half of al·ml plus the low halves of the cross products
+  // (below 3·2^32); its high half is the carry into the column of 2^64.
+  const vu mid = P::addu(P::template shr<32>(ll), P::addu(P::and_(lh, low), P::and_(hl, low)));
+  lo = P::or_(P::and_(ll, low), P::template shl<32>(mid));
+  hi = P::addu(P::addu(hh, P::template shr<32>(mid)),
+               P::addu(P::template shr<32>(lh), P::template shr<32>(hl)));
+}
+
+/// Philox4x64-10 (Random123's rounds, multipliers and Weyl increments) of the streams in U packs
+/// starting at lane `first`, side by side so that their dependent rounds overlap: key (seed,
+/// path[t]), counter (0, i0[t], i1, domain). Stores words h0..h2 of each stream as its lane keys.
+template <class P, int U>
+[[gnu::always_inline]] inline void lane_keys_kernel(const lane_addresses& a, int first,
+                                                    lane_keys& keys) {
+  using vu = typename P::vu;
+  const vu m0l = P::dupu(PHILOX_M4x64_0 & 0xFFFFFFFFu), m0h = P::dupu(PHILOX_M4x64_0 >> 32);
+  const vu m1l = P::dupu(PHILOX_M4x64_1 & 0xFFFFFFFFu), m1h = P::dupu(PHILOX_M4x64_1 >> 32);
+  vu x0[U], x1[U], x2[U], x3[U], k1[U];
+  vu k0 = P::dupu(a.seed);
+  for (int u = 0; u < U; ++u) {
+    x0[u] = P::dupu(0);
+    x1[u] = P::loadu(a.i0 + first + u * P::lanes);
+    x2[u] = P::dupu(a.i1);
+    x3[u] = P::dupu(a.domain);
+    k1[u] = P::loadu(a.path + first + u * P::lanes);
+  }
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 = P::addu(k0, P::dupu(PHILOX_W64_0));
+      for (int u = 0; u < U; ++u) k1[u] = P::addu(k1[u], P::dupu(PHILOX_W64_1));
+    }
+    for (int u = 0; u < U; ++u) {
+      vu lo0, hi0, lo1, hi1;
+      mulhilo64<P>(x0[u], m0l, m0h, lo0, hi0);
+      mulhilo64<P>(x2[u], m1l, m1h, lo1, hi1);
+      x0[u] = P::xor3(hi1, x1[u], k0);
+      x1[u] = lo1;
+      x2[u] = P::xor3(hi0, x3[u], k1[u]);
+      x3[u] = lo0;
+    }
+  }
+  const vu low = P::dupu(0xFFFFFFFFu);
+  for (int u = 0; u < U; ++u) {
+    const int t = first + u * P::lanes;
+    P::storeu_bits(keys.k0 + t, P::and_(x0[u], low));
+    P::storeu_bits(keys.k1 + t, P::template shr<32>(x0[u]));
+    P::storeu_bits(keys.h1 + t, x1[u]);
+    P::storeu_bits(keys.c2 + t, P::and_(x2[u], low));
+    P::storeu_bits(keys.c3 + t, P::template shr<32>(x2[u]));
+  }
+}
+
+/// The lane keys of every stream of `a` (whole packs: the padding lanes of the last pack too), U
+/// packs at a time.
+template <class P>
+[[gnu::always_inline]] inline void lane_keys_packs(const lane_addresses& a, lane_keys& keys) {
+  constexpr int U = 4;
+  int t = 0;
+  for (; t + U * P::lanes <= a.streams; t += U * P::lanes) lane_keys_kernel<P, U>(a, t, keys);
+  for (; t < a.streams; t += P::lanes) lane_keys_kernel<P, 1>(a, t, keys);
 }
 
 /// Pairs p, …, p + U − 1 of the streams in lanes [lane, lane + P::lanes): the uniform_pairs rounds
@@ -377,8 +491,31 @@ template <class P, int U, bool Normal>
     r2[u] = P::loadu(keys.c2 + lane);
     r3[u] = P::loadu(keys.c3 + lane);
   }
-  philox_uniforms<P, U, true>(r0, r1, r2, r3, nullptr, P::loadu(keys.k0 + lane),
-                              P::loadu(keys.k1 + lane), x, y);
+  const vu k0[1] = {P::loadu(keys.k0 + lane)}, k1[1] = {P::loadu(keys.k1 + lane)};
+  philox_uniforms<P, U, true>(r0, r1, r2, r3, nullptr, k0, k1, x, y);
+  if constexpr (Normal) box_muller<P, U>(x, y);
+}
+
+/// Pair p of the streams in U packs of lanes, starting at `lane`: lane_pairs with the U packs side
+/// by side across streams instead of across pairs (for blocks of few pairs, e.g. one normal per
+/// stream).
+template <class P, int U, bool Normal>
+[[gnu::always_inline]] inline void lane_pairs_across(const lane_keys& keys, int lane,
+                                                     std::uint64_t p, typename P::vd (&x)[U],
+                                                     typename P::vd (&y)[U]) {
+  using vu = typename P::vu;
+  vu r0[U], r1[U], r2[U], r3[U], k0[U], k1[U];
+  for (int u = 0; u < U; ++u) {
+    const int l = lane + u * P::lanes;
+    const vu c = P::xor_(P::loadu(keys.h1 + l), P::dupu(p));
+    r0[u] = c;
+    r1[u] = P::template shr<32>(c);
+    r2[u] = P::loadu(keys.c2 + l);
+    r3[u] = P::loadu(keys.c3 + l);
+    k0[u] = P::loadu(keys.k0 + l);
+    k1[u] = P::loadu(keys.k1 + l);
+  }
+  philox_uniforms<P, U, true, U>(r0, r1, r2, r3, nullptr, k0, k1, x, y);
   if constexpr (Normal) box_muller<P, U>(x, y);
 }
 
@@ -402,11 +539,32 @@ template <class P>
 }
 
 /// Entries [0, count) of the streams in `lanes` lanes: out[j·stride + l] is entry j of lane l.
+/// Blocks of at least U pairs go U pairs of one pack of streams at a time; shorter blocks U packs
+/// of streams at a time (the same numbers either way: only which computations run side by side
+/// differs).
 template <class P, bool Normal>
 [[gnu::always_inline]] inline void fill_lanes(const lane_keys& keys, int lanes, double* out,
                                               std::ptrdiff_t count, std::ptrdiff_t stride) {
   constexpr int U = 4;
   const std::ptrdiff_t pairs = (count + 1) / 2;
+  if (pairs < U) {
+    for (std::ptrdiff_t q = 0; q < pairs; ++q) {
+      const auto p = static_cast<std::uint64_t>(q);
+      int lane = 0;
+      for (; lane + U * P::lanes <= lanes; lane += U * P::lanes) {
+        typename P::vd x[U], y[U];
+        lane_pairs_across<P, U, Normal>(keys, lane, p, x, y);
+        for (int u = 0; u < U; ++u)
+          store_lane_pair<P>(out, 2 * q, lane + u * P::lanes, lanes, count, stride, x[u], y[u]);
+      }
+      for (; lane < lanes; lane += P::lanes) {
+        typename P::vd x[1], y[1];
+        lane_pairs<P, 1, Normal>(keys, lane, p, x, y);
+        store_lane_pair<P>(out, 2 * q, lane, lanes, count, stride, x[0], y[0]);
+      }
+    }
+    return;
+  }
   for (int lane = 0; lane < lanes; lane += P::lanes) {
     std::ptrdiff_t q = 0;
     for (; q + U <= pairs; q += U) {
@@ -425,7 +583,8 @@ template <class P, bool Normal>
 
 /// The entry points of one instruction-set path.
 using fill_fn = void (*)(const block_key& key, double* out, std::ptrdiff_t count);
-using fill_lanes_fn = void (*)(const lane_keys& keys, int lanes, double* out, std::ptrdiff_t count,
+/// The normals of every stream of `a`: out[j·stride + t] is entry j of stream t.
+using fill_lanes_fn = void (*)(const lane_addresses& a, double* out, std::ptrdiff_t count,
                                std::ptrdiff_t stride);
 struct path_kernels {
   std::int64_t target = 0;  ///< 0: the scalar reference; otherwise a Highway target bit
@@ -438,10 +597,11 @@ template <bool Normal>
 void fill_scalar(const block_key& key, double* out, std::ptrdiff_t count) {
   fill_block<scalar_pack, Normal>(key, out, count);
 }
-template <bool Normal>
-void fill_lanes_scalar(const lane_keys& keys, int lanes, double* out, std::ptrdiff_t count,
-                       std::ptrdiff_t stride) {
-  fill_lanes<scalar_pack, Normal>(keys, lanes, out, count, stride);
+void lane_normals_scalar(const lane_addresses& a, double* out, std::ptrdiff_t count,
+                         std::ptrdiff_t stride) {
+  lane_keys keys;
+  make_lane_keys_scalar(a, keys);
+  fill_lanes<scalar_pack, true>(keys, a.streams, out, count, stride);
 }
 
 }  // namespace
@@ -477,6 +637,7 @@ struct hwy_pack {
   static vu dupu(std::uint64_t x) { return {hn::Set(DU(), x)}; }
   static vu loadu(const std::uint64_t* p) { return {hn::LoadU(DU(), p)}; }
   static void storeu(double* out, vd a) { hn::StoreU(a.v, D(), out); }
+  static void storeu_bits(std::uint64_t* out, vu a) { hn::StoreU(a.v, DU(), out); }
   /// first, first + 1, …: the constant 0, 1, … (folded at compile time) plus first, not Iota(first),
   /// which goes through memory on some targets.
   static vu iota(std::uint64_t first) {
@@ -550,9 +711,11 @@ template <bool Normal>
 void fill(const block_key& key, double* out, std::ptrdiff_t count) {
   fill_block<hwy_pack, Normal>(key, out, count);
 }
-void fill_lane_normals(const lane_keys& keys, int lanes, double* out, std::ptrdiff_t count,
+void fill_lane_normals(const lane_addresses& a, double* out, std::ptrdiff_t count,
                        std::ptrdiff_t stride) {
-  fill_lanes<hwy_pack, true>(keys, lanes, out, count, stride);
+  lane_keys keys;
+  lane_keys_packs<hwy_pack>(a, keys);
+  fill_lanes<hwy_pack, true>(keys, a.streams, out, count, stride);
 }
 
 }  // namespace
@@ -569,7 +732,7 @@ namespace {
 // ---- dispatch ---------------------------------------------------------------------------------
 
 constexpr path_kernels scalar_kernels{0, &fill_scalar<true>, &fill_scalar<false>,
-                                      &fill_lanes_scalar<true>};
+                                      &lane_normals_scalar};
 
 // The Highway targets compiled into this file (HWY_TARGETS), each target's entry points: a constant
 // table, so that it is complete before any static initialiser runs (the list: hwy_targets.hpp).
@@ -607,10 +770,10 @@ const path_kernels& fastest() {
   return k;
 }
 
-void check_lanes(const char* where, int lanes, std::ptrdiff_t stride) {
+void check_lanes(const char* where, const char* name, int lanes, std::ptrdiff_t stride) {
   if (lanes < 1 || lanes > lane_capacity)
-    throw_invalid_argument(where, "lanes", lanes, "in [1, 16]");
-  if (stride < lanes) throw_invalid_argument(where, "stride", stride, ">= lanes");
+    throw_invalid_argument(where, name, lanes, "in [1, 32] (lane_stream_capacity)");
+  if (stride < lanes) throw_invalid_argument(where, "stride", stride, std::string(">= ") + name);
 }
 
 const path_kernels& checked_path(const char* where, detail::simd_path path) {
@@ -642,11 +805,19 @@ void random_stream::uniforms(random_domain domain, std::uint64_t i0, std::uint64
 void lane_normals(std::uint64_t seed, const std::uint64_t* paths, int lanes, random_domain domain,
                   std::uint64_t i0, std::uint64_t i1, double* out, std::ptrdiff_t count,
                   std::ptrdiff_t stride) {
-  check_lanes("lane_normals", lanes, stride);
+  check_lanes("lane_normals", "lanes", lanes, stride);
   if (count <= 0) return;
-  lane_keys keys;
-  make_lane_keys(seed, paths, lanes, domain, i0, i1, keys);
-  fastest().lane_normals(keys, lanes, out, count, stride);
+  fastest().lane_normals(make_lane_addresses(seed, paths, nullptr, i0, lanes, domain, i1), out,
+                         count, stride);
+}
+
+void lane_normals_at(std::uint64_t seed, const std::uint64_t* paths, const std::uint64_t* i0s,
+                     int streams, random_domain domain, std::uint64_t i1, double* out,
+                     std::ptrdiff_t count, std::ptrdiff_t stride) {
+  check_lanes("lane_normals_at", "streams", streams, stride);
+  if (count <= 0) return;
+  fastest().lane_normals(make_lane_addresses(seed, paths, i0s, 0, streams, domain, i1), out, count,
+                         stride);
 }
 
 namespace detail {
@@ -681,15 +852,13 @@ void uniforms_on(simd_path path, const random_stream& stream, random_domain doma
   k.uniforms(make_block_key(stream.seed(), stream.path(), domain, i0, i1), out, count);
 }
 
-void lane_normals_on(simd_path path, std::uint64_t seed, const std::uint64_t* paths, int lanes,
-                     random_domain domain, std::uint64_t i0, std::uint64_t i1, double* out,
-                     std::ptrdiff_t count, std::ptrdiff_t stride) {
+void lane_normals_on(simd_path path, std::uint64_t seed, const std::uint64_t* paths,
+                     const std::uint64_t* i0s, int streams, random_domain domain, std::uint64_t i1,
+                     double* out, std::ptrdiff_t count, std::ptrdiff_t stride) {
   const path_kernels& k = checked_path("detail::lane_normals_on", path);
-  check_lanes("detail::lane_normals_on", lanes, stride);
+  check_lanes("detail::lane_normals_on", "streams", streams, stride);
   if (count <= 0) return;
-  lane_keys keys;
-  make_lane_keys(seed, paths, lanes, domain, i0, i1, keys);
-  k.lane_normals(keys, lanes, out, count, stride);
+  k.lane_normals(make_lane_addresses(seed, paths, i0s, 0, streams, domain, i1), out, count, stride);
 }
 
 double log_unit(double u) { return log_kernel<scalar_pack>({u}).v; }

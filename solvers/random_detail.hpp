@@ -46,10 +46,10 @@ void normals_on(simd_path path, const random_stream& stream, random_domain domai
 void uniforms_on(simd_path path, const random_stream& stream, random_domain domain,
                  std::uint64_t i0, std::uint64_t i1, double* out, std::ptrdiff_t count);
 
-/// lane_normals() forced onto `path`.
-void lane_normals_on(simd_path path, std::uint64_t seed, const std::uint64_t* paths, int lanes,
-                     random_domain domain, std::uint64_t i0, std::uint64_t i1, double* out,
-                     std::ptrdiff_t count, std::ptrdiff_t stride);
+/// lane_normals_at() forced onto `path`.
+void lane_normals_on(simd_path path, std::uint64_t seed, const std::uint64_t* paths,
+                     const std::uint64_t* i0s, int streams, random_domain domain, std::uint64_t i1,
+                     double* out, std::ptrdiff_t count, std::ptrdiff_t stride);
 
 /// ln(u) for a positive normal double u (the generator uses u in [2^-53, 1]): u = 2^e·m with
 /// m ∈ [√2/2, √2), f = m − 1, s = f/(2 + f), ln m = f − f²/2 + s·(f²/2 + R(s²)) where

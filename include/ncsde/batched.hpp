@@ -6,7 +6,8 @@
 ///
 /// Per-path semantics are those of path_integrator, lane by lane:
 ///  - lane l is path first + l and draws its increments from the same stream (seed, path) at the
-///    same addresses (lane_normals gives random_stream's numbers bit for bit);
+///    same addresses (lane_normals_at gives random_stream's numbers bit for bit; the increments of
+///    up to four steps of the group are drawn in one call);
 ///  - each lane has its own blow-up, stop condition, symmetrisation, cone check and pd_policy, its
 ///    own counters and its own status; a lane that has stopped is masked (its row is reset to V0 and
 ///    its results kept) while the others go on, and a lane that is projected is projected alone;
@@ -108,7 +109,11 @@ class lane_integrator {
     m_trial.resize(W, K);
     m_drift.resize(W, K);
     m_noise.resize(W, K);
-    m_z.setZero(W, m_k);
+    // The increments of up to `ahead` steps at once (lane_normals_at: more streams side by side);
+    // row s·W + l of m_ahead is lane l's at step ahead_first + s.
+    const int ahead = steps_ahead();
+    m_ahead.setZero(static_cast<Eigen::Index>(ahead) * W, m_k);
+    long long ahead_first = 0, ahead_count = 0;
     m_dw.resize(W, m_k);
     for (Eigen::Index b = 0; b < cols; ++b)
       for (Eigen::Index a = 0; a < rows; ++a) m_v.col(a + b * rows).setConstant(v0(a, b));
@@ -163,12 +168,13 @@ class lane_integrator {
       const double t = grid.time(i);
       const double h = grid.step_size(i);
       try {
-        // lane_normals takes up to 16 streams at a time: a wider group in chunks of batch_width.
-        for (int c = 0; c < lanes; c += batch_width)
-          lane_normals(m_seed, paths.data() + c, std::min(batch_width, lanes - c),
-                       random_domain::increments, static_cast<std::uint64_t>(i), 0, m_z.data() + c,
-                       m_k, W);
-        m_dw = m_z * std::sqrt(h);  // as stream_brownian: dw = z·√dt
+        if (i >= ahead_first + ahead_count) {
+          ahead_first = i;
+          ahead_count = std::min<long long>(ahead, grid.steps - i);
+          draw_ahead(paths, lanes, i, static_cast<int>(ahead_count), ahead);
+        }
+        m_dw = m_ahead.middleRows(static_cast<Eigen::Index>(i - ahead_first) * W, W) *
+               std::sqrt(h);  // as stream_brownian: dw = z·√dt
         m_sde.drift_lanes(m_v, m_drift, t);
         m_sde.diffusion_lanes(m_v, m_dw, m_noise, t);
       } catch (...) {
@@ -240,6 +246,40 @@ class lane_integrator {
   }
 
  private:
+  /// Steps whose increments one draw_ahead computes: as many as lane_normals_at takes lane groups
+  /// (32 streams: 4 steps of 8 lanes), while their normals stay within 32 KiB; 1 for wide groups.
+  int steps_ahead() const {
+    constexpr long long budget = 4096;  // doubles
+    const long long fit = budget / (static_cast<long long>(W) * std::max(m_k, 1));
+    return static_cast<int>(std::clamp<long long>(fit, 1, std::max(1, lane_stream_capacity / W)));
+  }
+
+  /// The increments' normals of steps first_step, …, first_step + count − 1 into m_ahead (count ≤
+  /// ahead, the row blocks of m_ahead). One lane_normals_at call for all W lanes of every step when
+  /// they fit (the lanes past `lanes` are computed too, as streams of the paths that would be there,
+  /// and never read by a live lane); a wider group takes one step at a time in chunks of at most
+  /// lane_stream_capacity of its live lanes.
+  void draw_ahead(const std::array<std::uint64_t, W>& paths, int lanes, long long first_step,
+                  int count, int ahead) {
+    const auto stride = static_cast<std::ptrdiff_t>(ahead) * W;
+    if (count * W <= lane_stream_capacity) {
+      std::array<std::uint64_t, lane_stream_capacity> stream_paths{}, stream_steps{};
+      for (int s = 0; s < count; ++s)
+        for (int l = 0; l < W; ++l) {
+          stream_paths[static_cast<std::size_t>(s * W + l)] = paths[static_cast<std::size_t>(l)];
+          stream_steps[static_cast<std::size_t>(s * W + l)] =
+              static_cast<std::uint64_t>(first_step + s);
+        }
+      lane_normals_at(m_seed, stream_paths.data(), stream_steps.data(), count * W,
+                      random_domain::increments, 0, m_ahead.data(), m_k, stride);
+      return;
+    }
+    for (int c = 0; c < lanes; c += lane_stream_capacity)
+      lane_normals(m_seed, paths.data() + c, std::min(lane_stream_capacity, lanes - c),
+                   random_domain::increments, static_cast<std::uint64_t>(first_step), 0,
+                   m_ahead.data() + c, m_k, stride);
+  }
+
   /// The commutative Milstein correction M of every lane into m_term (derivative-free form, in the
   /// per-path stepper's operations: see the top of this header), from m_v, m_drift and m_dw.
   void milstein_term(double t, double h, Eigen::Index K) {
@@ -396,7 +436,8 @@ class lane_integrator {
   int m_k;
   long long m_first = 0;
   Eigen::Index m_rows = 0, m_cols = 0;
-  block m_v, m_trial, m_drift, m_noise, m_z, m_dw, m_factor;
+  block m_v, m_trial, m_drift, m_noise, m_dw, m_factor;
+  Eigen::ArrayXXd m_ahead;  ///< (ahead·W) × k: the normals of the steps drawn ahead
   // The commutative Milstein scheme's workspaces.
   block m_unit, m_term, m_row, m_work, m_support, m_sums;
   std::vector<block> m_columns;

@@ -68,13 +68,26 @@ class random_stream {
   std::uint64_t m_path;
 };
 
+/// Most streams lane_normals() and lane_normals_at() compute in one call.
+inline constexpr int lane_stream_capacity = 32;
+
 /// The normals of `lanes` streams (seed, paths[l]) at one address, for stepping several paths at
 /// once (batched.hpp): out[j·stride + l] = entry j of random_stream(seed, paths[l]).normals(domain,
-/// i0, i1, …), bit for bit, for j < count and l < lanes (1 ≤ lanes ≤ 16, stride ≥ lanes). The
-/// streams are computed side by side, one per SIMD lane, on the same instruction-set path as
-/// random_stream. Throws ncsde::invalid_argument for lanes or stride out of range.
+/// i0, i1, …), bit for bit, for j < count and l < lanes (1 ≤ lanes ≤ lane_stream_capacity,
+/// stride ≥ lanes). The streams are computed side by side, one per SIMD lane, on the same
+/// instruction-set path as random_stream; so are the Philox4x64 block keys of the streams. Throws
+/// ncsde::invalid_argument for lanes or stride out of range.
 void lane_normals(std::uint64_t seed, const std::uint64_t* paths, int lanes, random_domain domain,
                   std::uint64_t i0, std::uint64_t i1, double* out, std::ptrdiff_t count,
                   std::ptrdiff_t stride);
+
+/// lane_normals() with an i0 of its own per stream: out[j·stride + t] = entry j of
+/// random_stream(seed, paths[t]).normals(domain, i0s[t], i1, …), bit for bit, for t < streams
+/// (1 ≤ streams ≤ lane_stream_capacity, stride ≥ streams). The batched engine takes the increments
+/// of several steps of a lane group in one call (i0 = the step), so that more streams are computed
+/// side by side. Throws ncsde::invalid_argument for streams or stride out of range.
+void lane_normals_at(std::uint64_t seed, const std::uint64_t* paths, const std::uint64_t* i0s,
+                     int streams, random_domain domain, std::uint64_t i1, double* out,
+                     std::ptrdiff_t count, std::ptrdiff_t stride);
 
 }  // namespace ncsde

@@ -146,48 +146,75 @@ ensemble_options options(int threads, bool batched, long long paths = 300) {
 
 }  // namespace
 
-TEST_CASE("lane_normals: lane l is random_stream (seed, paths[l]) bit for bit, on every path") {
+TEST_CASE(
+    "lane_normals: stream t is random_stream (seed, paths[t]) at i0s[t] bit for bit, on every "
+    "path") {
   using ncsde::detail::simd_path;
-  const std::vector<std::uint64_t> paths = {0, 1, 2,      3,        17,       64, 65, 1000,
-                                            7, 8, 123456, 1u << 31, 99999999, 5,  6,  4};
+  // 32 streams: several paths at several steps, a path twice at one step, large words (the
+  // Philox4x64 block keys' 64-bit products carry through every 32-bit column).
+  std::vector<std::uint64_t> paths = {
+      0,        1,        2, 3, 17, 64,    65,        1000,       7, 8, 123456,
+      1u << 31, 99999999, 5, 6, 4,  ~0ull, ~0ull - 1, 1ull << 63, 3, 3, 0xDEADBEEFCAFEF00Dull};
+  std::vector<std::uint64_t> steps = {9, 9, 9, 9, 9, 9, 9, 9,     9, 9,  9,
+                                      9, 9, 9, 9, 9, 0, 1, ~0ull, 9, 10, 1ull << 40};
+  while (paths.size() < 32) {
+    paths.push_back(paths.size() * 7919);
+    steps.push_back(paths.size() % 3);
+  }
   for (const simd_path path : ncsde::detail::compiled_simd_paths()) {
     if (!ncsde::detail::simd_path_supported(path)) continue;
-    for (const int lanes : {1, 3, 4, 8, 13, 16}) {
-      for (const std::ptrdiff_t count : {1, 2, 3, 16, 37}) {
+    for (const int streams : {1, 3, 4, 8, 13, 16, 17, 24, 32}) {
+      for (const std::ptrdiff_t count : {1, 2, 3, 5, 7, 8, 16, 37}) {
         CAPTURE(ncsde::detail::simd_path_name(path));
-        CAPTURE(lanes);
+        CAPTURE(streams);
         CAPTURE(count);
-        const std::ptrdiff_t stride = lanes + 2;
+        const std::ptrdiff_t stride = streams + 2;
         std::vector<double> out(static_cast<std::size_t>(count * stride), -7.0);
-        ncsde::detail::lane_normals_on(path, 42, paths.data(), lanes,
-                                       ncsde::random_domain::increments, 9, 0, out.data(), count,
+        ncsde::detail::lane_normals_on(path, 42, paths.data(), steps.data(), streams,
+                                       ncsde::random_domain::increments, 3, out.data(), count,
                                        stride);
         long long differing = 0;
         std::vector<double> one(static_cast<std::size_t>(count));
-        for (int l = 0; l < lanes; ++l) {
-          ncsde::random_stream(42, paths[static_cast<std::size_t>(l)])
-              .normals(ncsde::random_domain::increments, 9, 0, one.data(), count);
+        for (int t = 0; t < streams; ++t) {
+          ncsde::random_stream(42, paths[static_cast<std::size_t>(t)])
+              .normals(ncsde::random_domain::increments, steps[static_cast<std::size_t>(t)], 3,
+                       one.data(), count);
           for (std::ptrdiff_t j = 0; j < count; ++j)
             differing +=
-                out[static_cast<std::size_t>(j * stride + l)] != one[static_cast<std::size_t>(j)];
+                out[static_cast<std::size_t>(j * stride + t)] != one[static_cast<std::size_t>(j)];
         }
         CHECK(differing == 0);
-        // The padding between lanes and stride is left alone.
+        // The padding between streams and stride is left alone.
         for (std::ptrdiff_t j = 0; j < count; ++j)
-          for (std::ptrdiff_t l = lanes; l < stride; ++l)
-            CHECK(out[static_cast<std::size_t>(j * stride + l)] == -7.0);
+          for (std::ptrdiff_t t = streams; t < stride; ++t)
+            CHECK(out[static_cast<std::size_t>(j * stride + t)] == -7.0);
       }
     }
   }
-  std::vector<double> out(64);
+  // The public entry points: lane_normals (one i0) and lane_normals_at agree with the streams.
+  std::vector<double> out(64 * 40), one(5);
+  ncsde::lane_normals(42, paths.data(), 32, ncsde::random_domain::levy_area, 4, 2, out.data(), 5,
+                      40);
+  long long differing = 0;
+  for (int t = 0; t < 32; ++t) {
+    ncsde::random_stream(42, paths[static_cast<std::size_t>(t)])
+        .normals(ncsde::random_domain::levy_area, 4, 2, one.data(), 5);
+    for (int j = 0; j < 5; ++j)
+      differing += out[static_cast<std::size_t>(j * 40 + t)] != one[static_cast<std::size_t>(j)];
+  }
+  CHECK(differing == 0);
   CHECK(error_of([&] {
-          ncsde::lane_normals(1, paths.data(), 17, ncsde::random_domain::increments, 0, 0,
-                              out.data(), 1, 17);
+          ncsde::lane_normals(1, paths.data(), 33, ncsde::random_domain::increments, 0, 0,
+                              out.data(), 1, 33);
         }).find("lanes") != std::string::npos);
   CHECK(error_of([&] {
           ncsde::lane_normals(1, paths.data(), 4, ncsde::random_domain::increments, 0, 0,
                               out.data(), 1, 3);
         }).find("stride") != std::string::npos);
+  CHECK(error_of([&] {
+          ncsde::lane_normals_at(1, paths.data(), steps.data(), 0, ncsde::random_domain::increments,
+                                 0, out.data(), 1, 3);
+        }).find("streams") != std::string::npos);
 }
 
 TEST_CASE("lane_cholesky: each lane is small_cholesky bit for bit; non-PD lanes are flagged") {
