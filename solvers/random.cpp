@@ -399,8 +399,9 @@ void make_lane_keys_scalar(const lane_addresses& a, lane_keys& keys) {
 
 /// (lo, hi) of the 128-bit product a·m of 64-bit words, for a constant m = mh·2^32 + ml given as
 /// its halves: four 32×32 → 64 products (mul32), as a pack has no 64×64 multiply on most targets.
-/// With a = ah·2^32 + al: a·m = al·ml + (al·mh + ah·ml)·2^32 + ah·mh·2^64; the middle sums are
-/// carried 32 bits at a time, so every step is exact in 64 bits.
+/// With a = ah·2^32 + al: a·m = al·ml + (al·mh + ah·ml)·2^32 + ah·mh·2^64; the column of 2^32 is
+/// summed in two steps that each stay below 2^64 (t = hi(al·ml) + al·mh, w = lo(t) + ah·ml), and
+/// the carries of both go to the column of 2^64.
 template <class P>
 [[gnu::always_inline]] inline void mulhilo64(const typename P::vu& a, const typename P::vu& ml,
                                              const typename P::vu& mh, typename P::vu& lo,
@@ -409,15 +410,10 @@ template <class P>
   const vu low = P::dupu(0xFFFFFFFFu);
   const vu ah = P::template shr<32>(a);
   const vu ll = P::mul32(a, ml);
-  const vu lh = P::mul32(a, mh);
-  const vu hl = P::mul32(ah, ml);
-  const vu hh = P::mul32(ah, mh);
-  // The 32-bit column of 2^32: the high half of al·ml plus the low halves of the cross products
-  // (below 3·2^32); its high half is the carry into the column of 2^64.
-  const vu mid = P::addu(P::template shr<32>(ll), P::addu(P::and_(lh, low), P::and_(hl, low)));
-  lo = P::or_(P::and_(ll, low), P::template shl<32>(mid));
-  hi = P::addu(P::addu(hh, P::template shr<32>(mid)),
-               P::addu(P::template shr<32>(lh), P::template shr<32>(hl)));
+  const vu t = P::addu(P::template shr<32>(ll), P::mul32(a, mh));
+  const vu w = P::addu(P::and_(t, low), P::mul32(ah, ml));
+  lo = P::or_(P::and_(ll, low), P::template shl<32>(w));
+  hi = P::addu(P::mul32(ah, mh), P::addu(P::template shr<32>(t), P::template shr<32>(w)));
 }
 
 /// Philox4x64-10 (Random123's rounds, multipliers and Weyl increments) of the streams in U packs

@@ -207,6 +207,19 @@ class lane_integrator {
         if constexpr (State::RowsAtCompileTime == Eigen::Dynamic)
           if (rows > 1) require_pivot_margin(m_trial, static_cast<int>(rows), m_factor, m_factored);
       }
+      // The common step: every lane of the group live and settling as is (plain_group), no stop
+      // condition: the group's state moves as one block, which is what settle() and the row copy
+      // below do lane by lane in that case.
+      if (alive == W && !m_opt.stop_condition && plain_group(drift_ok, noise_ok)) {
+        m_v.swap(m_trial);
+        const double t_next = grid.time(i + 1);
+        for (result_type& r : results) {
+          r.steps = i + 1;
+          r.t_stop = t_next;
+        }
+        save_due(i + 1);
+        continue;
+      }
       for (int l = 0; l < lanes; ++l) {
         if (!active[static_cast<std::size_t>(l)]) continue;
         result_type& r = results[static_cast<std::size_t>(l)];
@@ -390,6 +403,17 @@ class lane_integrator {
 
   /// path_integrator::settle for lane l: blow-up, symmetry, the cone and its policy; on success the
   /// trial row is the new state.
+  /// Whether settle() completes every lane without a change to its trial state or its counters:
+  /// coefficients and trial finite, no blow-up, symmetric within tolerance, and on the cone
+  /// factored by lane_cholesky (settle()'s first tests, on the whole group).
+  bool plain_group(const mask& drift_ok, const mask& noise_ok) const {
+    mask ok = drift_ok && noise_ok && m_nonfinite == 0.0 && m_size <= m_opt.blowup_threshold;
+    if constexpr (is_symmetric_space(space))
+      ok = ok && !(m_asymmetry > symmetry_tolerance * m_size.max(1.0));
+    if constexpr (space == state_space::psd_cone) ok = ok && m_factored;
+    return ok.all();
+  }
+
   path_status settle(int l, result_type& r, double t, double h, long long grid_step) {
     const double asymmetry = m_asymmetry(l);
     const bool finite = m_nonfinite(l) == 0.0;
