@@ -53,12 +53,17 @@ struct block_key {
   std::uint32_t c2, c3;              ///< counter words 2 and 3
 };
 
+/// Words h0..h3 of block (seed, path, domain, i0, i1): Philox4x64-10 with key (seed, path) at
+/// counter (0, i0, i1, domain) (Random123: the reference the SIMD lane keys are checked against).
+r123::Philox4x64::ctr_type block_words(std::uint64_t seed, std::uint64_t path, std::uint64_t domain,
+                                       std::uint64_t i0, std::uint64_t i1) {
+  return r123::Philox4x64()({{0, i0, i1, domain}}, {{seed, path}});
+}
+
 block_key make_block_key(std::uint64_t seed, std::uint64_t path, random_domain domain,
                          std::uint64_t i0, std::uint64_t i1) {
-  using philox = r123::Philox4x64;
-  const philox::key_type key = {{seed, path}};
-  const philox::ctr_type ctr = {{0, i0, i1, static_cast<std::uint64_t>(domain)}};
-  const philox::ctr_type h = philox()(ctr, key);
+  const r123::Philox4x64::ctr_type h =
+      block_words(seed, path, static_cast<std::uint64_t>(domain), i0, i1);
   block_key b{};
   std::uint32_t k0 = static_cast<std::uint32_t>(h[0]);
   std::uint32_t k1 = static_cast<std::uint32_t>(h[0] >> 32);
@@ -377,9 +382,7 @@ inline void store_lane_key(lane_keys& keys, int t, std::uint64_t h0, std::uint64
 /// (their numbers are computed by the lane kernels, never stored).
 void make_lane_keys_scalar(const lane_addresses& a, lane_keys& keys) {
   using philox = r123::Philox4x64;
-  auto block = [&](int t) {
-    return philox()({{0, a.i0[t], a.i1, a.domain}}, {{a.seed, a.path[t]}});
-  };
+  auto block = [&](int t) { return block_words(a.seed, a.path[t], a.domain, a.i0[t], a.i1); };
   int t = 0;
   // Four independent Philox4x64-10 calls in one expression: inlined, their ten dependent rounds
   // overlap (about twice the throughput of one call after the other).

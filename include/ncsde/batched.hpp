@@ -401,8 +401,6 @@ class lane_integrator {
     }
   }
 
-  /// path_integrator::settle for lane l: blow-up, symmetry, the cone and its policy; on success the
-  /// trial row is the new state.
   /// Whether settle() completes every lane without a change to its trial state or its counters:
   /// coefficients and trial finite, no blow-up, symmetric within tolerance, and on the cone
   /// factored by lane_cholesky (settle()'s first tests, on the whole group).
@@ -414,6 +412,8 @@ class lane_integrator {
     return ok.all();
   }
 
+  /// path_integrator::settle for lane l: blow-up, symmetry, the cone and its policy; on success the
+  /// trial row is the new state.
   path_status settle(int l, result_type& r, double t, double h, long long grid_step) {
     const double asymmetry = m_asymmetry(l);
     const bool finite = m_nonfinite(l) == 0.0;
