@@ -4,7 +4,13 @@
 //    with the structured O(m³) noise of covariance_sde or with the dense O(m⁶) factor of its
 //    covariance() (dense_covariance_noise); items/s = path-steps/s. Structured EM steps carry the
 //    operation count of the bound as counters.
+//  - path_step_batched/em/structured/<model>/m:<m>: the same Euler–Maruyama path step taken by the
+//    batched engine (ensemble_options::batched: lane groups of batch_width paths, one thread),
+//    items/s = path-steps/s in process CPU time; carries the bound's operation count too.
 //  - eigen/gemm, eigen/gemv, libm/acos: the single-core rates that the bound charges flops at.
+//  - lanes/normals, lanes/product/m:<m>: the SIMD rates of the batched engine's bound: lane_normals_at
+//    on 32 streams (the engine's draw of four steps of a lane group) and lane_product (m×m products
+//    of batch_width lanes side by side).
 //  - ensemble/em/<model>/m:<m>/threads:<t>: run_ensemble throughput on 1 and 2 threads; the
 //    threads:1 runs are also ncsde's side of the numpy comparison (baselines/numpy_em.py reads
 //    their counters: paths, steps, dt and the model's parameters).
@@ -18,16 +24,20 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "common.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/integrate.hpp"
+#include "ncsde/lanes.hpp"
 #include "ncsde/models/shaped.hpp"
 #include "ncsde/noise.hpp"
+#include "ncsde/random.hpp"
 #include "ncsde/schemes.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 
@@ -188,6 +198,55 @@ void register_path_steps() {
     }
 }
 
+/// The batched engine's path step: a one-thread batched ensemble of 64 paths (8 lane groups) of
+/// `steps` Euler–Maruyama steps per iteration; items are path-steps, timed in process CPU time.
+void batched_path_step(benchmark::State& state, const models::covariance_sde& sde, int m,
+                       int steps) {
+  const problem<models::covariance_sde> prob{sde, initial_state(m), steps * path_dt};
+  integrate_options io;
+  io.dt = path_dt;
+  ensemble_options eo;
+  eo.seed = 1;
+  eo.paths = 64;
+  eo.threads = 1;
+  eo.batched = true;
+  eo.progress = progress_mode::off;
+  long long taken = 0, incomplete = 0;
+  for (auto _ : state) {
+    const ensemble_result r = run_ensemble(euler_maruyama<>{}, prob, io, eo);
+    taken += r.completed * steps;
+    for (const double t : r.stop_times) taken += std::llround((t - prob.t0) / path_dt);
+    for (const double t : r.explosion_times) taken += std::llround((t - prob.t0) / path_dt);
+    incomplete += eo.paths - r.completed;
+    benchmark::DoNotOptimize(r.terminal.mean().data());
+  }
+  state.SetItemsProcessed(taken);
+  state.counters["m"] = m;
+  state.counters["k"] = sde.noise_dimension(m);
+  state.counters["steps_per_path"] = steps;
+  state.counters["incomplete_paths"] = static_cast<double>(incomplete);
+}
+
+/// path_step_batched/em/structured/<model>/m:<m>, m ≤ 16, with the bound's operation count.
+void register_batched_path_steps() {
+  for (const bench_model& model : all_models())
+    for (const int m : {2, 4, 8, 16}) {
+      const models::covariance_sde sde = model.sde();
+      const op_count c = em_step_count(sde, m);
+      const int steps = quick ? 16 : 64;
+      benchmark::RegisterBenchmark(
+          ("path_step_batched/em/structured/" + model.label + "/m:" + std::to_string(m)).c_str(),
+          [=](benchmark::State& st) {
+            batched_path_step(st, sde, m, steps);
+            st.counters["normals"] = c.normals;
+            st.counters["gemm_flops"] = c.gemm_flops;
+            st.counters["elementwise_flops"] = c.elementwise_flops;
+            st.counters["acos"] = c.acos;
+          })
+          ->MeasureProcessCPUTime();
+    }
+}
+
 /// Operands of the rate benchmarks: fixed, well-scaled, not all equal.
 matrix operand(int rows, int cols, double shift) {
   matrix a(rows, cols);
@@ -282,6 +341,47 @@ void libm_acos(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * x.size());
 }
 
+/// The batched engine's normals: lane_normals_at on 32 streams, 8 paths at 4 consecutive steps (the
+/// engine's draw ahead), 32 normals each (k = 2m² at m = 4); items/s = normals/s.
+void lane_normals_rate(benchmark::State& state) {
+  constexpr int streams = lane_stream_capacity, count = 32;
+  std::array<std::uint64_t, streams> paths{}, steps{};
+  std::vector<double> out(static_cast<std::size_t>(streams) * count);
+  std::uint64_t step = 0;
+  for (auto _ : state) {
+    for (int t = 0; t < streams; ++t) {
+      paths[static_cast<std::size_t>(t)] = static_cast<std::uint64_t>(t % batch_width);
+      steps[static_cast<std::size_t>(t)] = step + static_cast<std::uint64_t>(t / batch_width);
+    }
+    lane_normals_at(1, paths.data(), steps.data(), streams, random_domain::increments, 0,
+                    out.data(), count, streams);
+    step += streams / batch_width;
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * streams * count);
+}
+
+/// The lane kernels' m×m product rate: lane_product (full, not triangular) on batch_width lanes,
+/// 2m³ flops per lane.
+void lane_product_rate(benchmark::State& state, int m) {
+  const auto mm = static_cast<Eigen::Index>(m) * m;
+  lane_block a(batch_width, mm), b(batch_width, mm), c(batch_width, mm);
+  for (Eigen::Index j = 0; j < mm; ++j)
+    for (int l = 0; l < batch_width; ++l) {
+      a(l, j) = std::sin(1.0 + 0.37 * static_cast<double>(l) + 0.91 * static_cast<double>(j));
+      b(l, j) = std::sin(2.0 + 0.53 * static_cast<double>(l) + 0.29 * static_cast<double>(j));
+    }
+  for (auto _ : state) {
+    lane_product(a, b, m, /*lower=*/false, c);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * m * m * m * batch_width;
+  state.counters["flops_per_second"] = benchmark::Counter(
+      flops * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 void register_rates() {
   for (const int m : sizes) {
     benchmark::RegisterBenchmark(("eigen/gemm/m:" + std::to_string(m)).c_str(),
@@ -293,6 +393,10 @@ void register_rates() {
   register_fixed_rates<4>();
   register_fixed_rates<8>();
   benchmark::RegisterBenchmark("libm/acos", libm_acos);
+  benchmark::RegisterBenchmark("lanes/normals", lane_normals_rate);
+  for (const int m : {2, 4, 8, 16})
+    benchmark::RegisterBenchmark(("lanes/product/m:" + std::to_string(m)).c_str(),
+                                 [m](benchmark::State& st) { lane_product_rate(st, m); });
 }
 
 /// run_ensemble throughput: `paths` Euler–Maruyama paths of `steps` steps of 2⁻¹⁰ on `threads`
@@ -400,6 +504,7 @@ int main(int argc, char** argv) {
   return ncsde::bench::run_main(argc, argv, [] {
     register_rates();
     register_path_steps();
+    register_batched_path_steps();
     register_ensembles();
     register_registry_ensembles();
   });

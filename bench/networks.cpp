@@ -8,7 +8,9 @@
 //  - network/<sampler>/<model>/n:256/d:256 vs sde/em/<model>/m:4/steps:256: one depth-256
 //    network of width 256 (initial state included) against one Euler–Maruyama path of the
 //    model's covariance SDE to T = 1 at dt = 1/256 (integrate(), structured noise): the cost of
-//    one sample of V_T each way.
+//    one sample of V_T each way; and sde/em_batched/<model>/m:4/steps:256, the same paths taken
+//    by the batched engine (a one-thread batched ensemble of 64 paths per iteration, items = paths,
+//    process CPU time), the SDE's cost per sample when many are drawn.
 // Ratios, never absolute times, are the result; nothing here asserts a time.
 //   build/bench/ncsde_bench_networks [--quick] --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "ncsde/ensemble.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
@@ -130,6 +133,29 @@ void sde_path(benchmark::State& state, const models::covariance_sde& sde, int m,
   state.counters["incomplete_paths"] = static_cast<double>(incomplete);
 }
 
+/// `paths` Euler–Maruyama paths of `steps` steps of size 1/256 per iteration, batched (lane groups,
+/// one thread); items are paths.
+void sde_paths_batched(benchmark::State& state, const models::covariance_sde& sde, int m,
+                       int steps) {
+  const problem<models::covariance_sde> prob{sde, initial_state(m), steps * dt};
+  integrate_options io;
+  io.dt = dt;
+  ensemble_options eo;
+  eo.seed = 1;
+  eo.paths = 64;
+  eo.threads = 1;
+  eo.batched = true;
+  eo.progress = progress_mode::off;
+  long long incomplete = 0;
+  for (auto _ : state) {
+    const ensemble_result r = run_ensemble(euler_maruyama<>{}, prob, io, eo);
+    incomplete += eo.paths - r.completed;
+    benchmark::DoNotOptimize(r.terminal.mean().data());
+  }
+  state.SetItemsProcessed(state.iterations() * eo.paths);
+  state.counters["incomplete_paths"] = static_cast<double>(incomplete);
+}
+
 void register_all() {
   for (const bench_model& model : all_models()) {
     const std::string& name = model.label;
@@ -161,6 +187,10 @@ void register_all() {
                                  [=](benchmark::State& st) { network(st, reduced, d); });
     benchmark::RegisterBenchmark(("sde/em/" + name + "/m:4/steps:256").c_str(),
                                  [=](benchmark::State& st) { sde_path(st, sde, tokens, d); });
+    benchmark::RegisterBenchmark(
+        ("sde/em_batched/" + name + "/m:4/steps:256").c_str(),
+        [=](benchmark::State& st) { sde_paths_batched(st, sde, tokens, d); })
+        ->MeasureProcessCPUTime();
   }
   for (const int n : widths)
     benchmark::RegisterBenchmark(("eigen/gemm_tall/m:4/n:" + std::to_string(n)).c_str(),

@@ -188,7 +188,7 @@ void gram_factor::derivative(const matrix& h, matrix& out) {
 }
 
 void lane_factors::factor(const lane_block& states, int m) {
-  lane_cholesky(states, m, l, ok);
+  hint.factor(states, m, l, ok);  // lane_cholesky, or the engine's factors of these states
   // gram_factor's L is discontinuous at the cone's boundary (the Cholesky factor inside, the PSD
   // square root once Cholesky fails), and its Cholesky sums run in Eigen's order: a lane without a
   // wide pivot margin takes gram_factor itself, so that every lane makes the per-path choice.
@@ -568,9 +568,12 @@ void linear_covariance::diffusion_lanes(const lane_block& v, const lane_block& x
   m_lanes.factor(v, m);
   lane_block& w = m_lanes.w;
   w.resize(batch_width, v.cols());
+  // W = (Ξ + Ξᵀ)/√2 is symmetric, and Ξ_ab + Ξ_ba is Ξ_ba + Ξ_ab exactly: each pair once.
   for (int b = 0; b < m; ++b)
-    for (int a = 0; a < m; ++a)
+    for (int a = b; a < m; ++a) {
       w.col(a + b * m) = (xi.col(a + b * m) + xi.col(b + a * m)) / std::numbers::sqrt2;
+      if (a != b) w.col(b + a * m) = w.col(a + b * m);
+    }
   lane_congruence(m_lanes, m, out);
 }
 

@@ -1,5 +1,6 @@
 // The lane-group linear algebra of lanes.hpp (lane_product, lane_product_transposed,
-// lane_cholesky) on Google Highway's vectors: solvers/lane_simd-inl.h compiled for every target and
+// lane_cholesky) and the batched engine's step arithmetic (detail::lane_trial_columns) on Google
+// Highway's vectors: solvers/lane_simd-inl.h compiled for every target and
 // the widest one the CPU runs chosen at run time, as in random.cpp. Built with -ffp-contract=off:
 // the same bits on every target.
 #undef HWY_TARGET_INCLUDE
@@ -33,6 +34,7 @@ struct lanes_table {
   void (*product)(const double* l, const double* x, Eigen::Index x_stride, int m, bool lower,
                   double* out, bool transposed);
   void (*cholesky)(const double* v, int lanes, int m, double* l, bool* ok);
+  void (*trial)(const detail::lane_trial_args& a);
 };
 
 }  // namespace
@@ -45,9 +47,13 @@ namespace ncsde {
 namespace HWY_NAMESPACE {
 namespace {
 
+using detail::lane_trial_args;
 using lane_simd::chunk;
+using lane_simd::D;
 using lane_simd::lanes_in;
 using lane_simd::lanes_out;
+using lane_simd::V;
+namespace hn = hwy::HWY_NAMESPACE;
 static_assert(chunk >= 1 && batch_width % chunk == 0, "a lane group is a whole number of vectors");
 
 /// out = L X or, with `transposed`, out = X Lᵀ (x: the first operand then), for batch_width lanes.
@@ -63,6 +69,61 @@ void product(const double* l, const double* x, Eigen::Index x_stride, int m, boo
         lane_simd::product<M>(lo, xo, m, lower, oo);
     }
   });
+}
+
+/// Column k of a chunk of lanes: the trial state's entry, v + ((h·b + G dW) [+ M]).
+HWY_INLINE V trial_entry(const lane_trial_args& a, int o, Eigen::Index k, V h) {
+  const Eigen::Index at_k = o + k * a.lanes;
+  const V step =
+      hn::Add(hn::Mul(h, hn::LoadU(D(), a.drift + at_k)), hn::LoadU(D(), a.noise + at_k));
+  const V v = hn::LoadU(D(), a.v + at_k);
+  if (a.term == nullptr) return hn::Add(v, step);
+  return hn::Add(v, hn::Add(step, hn::LoadU(D(), a.term + at_k)));
+}
+
+/// detail::lane_trial_columns: chunk by chunk of lanes, each column formed, symmetrised (pairs
+/// (a, b), a > b, after the diagonal entry of column b, in increasing a, as symmetrize_measured)
+/// and measured once.
+void trial(const lane_trial_args& a) {
+  const V h = hn::Set(D(), a.h), half = hn::Set(D(), 0.5);
+  for (int o = 0; o < a.lanes; o += chunk) {
+    V asymmetry = hn::Zero(D()), nonfinite = hn::Zero(D()), size = hn::Zero(D());
+    auto measure = [&](V x) {
+      nonfinite = hn::Add(nonfinite, hn::Sub(x, x));  // 0 for finite x, NaN otherwise
+      size = hn::Max(size, hn::Abs(x));               // exact for finite values
+    };
+    auto store = [&](Eigen::Index k, V x) { hn::StoreU(x, D(), a.trial + o + k * a.lanes); };
+    if (a.m > 0) {
+      const int m = a.m;
+      for (int b = 0; b < m; ++b) {
+        const Eigen::Index bb = lane_simd::at(b, b, m);
+        V d = trial_entry(a, o, bb, h);
+        d = hn::Mul(half, hn::Add(d, d));  // as symmetrize(): d + d may overflow to inf
+        store(bb, d);
+        measure(d);
+        for (int r = b + 1; r < m; ++r) {
+          const Eigen::Index rb = lane_simd::at(r, b, m), br = lane_simd::at(b, r, m);
+          const V x_rb = trial_entry(a, o, rb, h), x_br = trial_entry(a, o, br, h);
+          const V gap = hn::Abs(hn::Sub(x_rb, x_br));
+          asymmetry = hn::IfThenElse(hn::Le(gap, asymmetry), asymmetry, gap);  // keeps a NaN gap
+          const V mean = hn::Mul(half, hn::Add(x_rb, x_br));
+          store(rb, mean);
+          store(br, mean);
+          measure(mean);
+          measure(mean);
+        }
+      }
+    } else {
+      for (Eigen::Index k = 0; k < a.k; ++k) {
+        const V x = trial_entry(a, o, k, h);
+        store(k, x);
+        measure(x);
+      }
+    }
+    hn::StoreU(asymmetry, D(), a.asymmetry + o);
+    hn::StoreU(nonfinite, D(), a.nonfinite + o);
+    hn::StoreU(size, D(), a.size + o);
+  }
 }
 
 /// The factors of `lanes` lanes (a multiple of batch_width) of column stride `lanes`.
@@ -87,7 +148,8 @@ HWY_AFTER_NAMESPACE();
 namespace ncsde {
 namespace {
 
-#define NCSDE_LANES_TARGET(T) lanes_table{HWY_##T, &N_##T::product, &N_##T::cholesky},
+#define NCSDE_LANES_TARGET(T) \
+  lanes_table{HWY_##T, &N_##T::product, &N_##T::cholesky, &N_##T::trial},
 constexpr lanes_table target_tables[] = {NCSDE_HWY_TARGETS(NCSDE_LANES_TARGET)};
 #undef NCSDE_LANES_TARGET
 
@@ -136,6 +198,14 @@ void lane_cholesky_columns(const double* v, int lanes, int m, double* l, bool* o
   NCSDE_ASSERT(lanes >= batch_width && lanes % batch_width == 0,
                "lane_cholesky: the lane count must be a multiple of batch_width");
   tables().cholesky(v, lanes, m, l, ok);
+}
+
+void lane_trial_columns(const lane_trial_args& a) {
+  NCSDE_ASSERT(a.lanes >= batch_width && a.lanes % batch_width == 0,
+               "lane_trial_columns: the lane count must be a multiple of batch_width");
+  NCSDE_ASSERT(a.m == 0 || a.k == static_cast<Eigen::Index>(a.m) * a.m,
+               "lane_trial_columns: a symmetric state must be m×m");
+  tables().trial(a);
 }
 
 std::int64_t lane_target() { return tables().target; }

@@ -97,6 +97,7 @@ struct lane_factors {
   bool triangular = true;
   gram_factor scalar;
   matrix v;
+  lane_cholesky_cache<batch_width> hint;  ///< the batched engine's factors (use_cholesky_lanes)
 
   void factor(const lane_block& states, int m);
 };
@@ -265,6 +266,10 @@ class linear_covariance {
   /// another order than Eigen's products: a batched path agrees with the unbatched one to round-off.
   void drift_lanes(const lane_block& v, lane_block& out, double t) const;
   void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
+  /// The batched engine's lane_cholesky factors of exactly v (BatchedSdeWithCholeskyHint).
+  void use_cholesky_lanes(const lane_block& v, const lane_block& l, const lane_mask& ok) const {
+    m_lanes.hint.adopt(v, l, ok);
+  }
 
   matrix second_moments(const matrix& v0, double t) const;
   /// vec Q = exp(τ 𝓚ᵀ) vec F, 𝓚 the second-moment generator: (𝓚M)^{ab,cd} = M^{ac,bd} + M^{ad,bc}.
@@ -309,6 +314,10 @@ class wishart {
   /// the unbatched path to round-off.
   void drift_lanes(const lane_block& v, lane_block& out, double t) const;
   void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
+  /// The batched engine's lane_cholesky factors of exactly v (BatchedSdeWithCholeskyHint).
+  void use_cholesky_lanes(const lane_block& v, const lane_block& l, const lane_mask& ok) const {
+    m_lanes.hint.adopt(v, l, ok);
+  }
 
   /// (X0 + W)(X0 + W)ᵀ for a Brownian matrix value W (m×p): the exact law's sampler.
   static matrix exact_in_law(const matrix& x0, const matrix& w);

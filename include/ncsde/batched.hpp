@@ -183,23 +183,29 @@ class lane_integrator {
       }
       check_shape(m_drift, "drift_lanes", K);
       check_shape(m_noise, "diffusion_lanes", K);
-      const mask drift_ok = finite_lanes(m_drift);
-      mask noise_ok = finite_lanes(m_noise);
-      if constexpr (Scheme == lane_scheme::euler_maruyama) {
-        m_trial = m_v + (h * m_drift + m_noise);  // euler_maruyama: v += dt·b + G dW
-      } else {
+      if constexpr (Scheme == lane_scheme::milstein_commutative) {
         try {
           milstein_term(t, h, K);
         } catch (...) {
           fail_group(std::current_exception());
           return;
         }
-        noise_ok = noise_ok && finite_lanes(m_term);
-        m_trial = m_v + ((h * m_drift + m_noise) + m_term);  // v += dt·b + G dW + M
       }
-      measure_lanes();
+      form_trial(h, K);
+      // Which lanes' coefficients are finite. A lane's trial state is finite only if they are (V
+      // is finite and dt > 0: an infinite or NaN coefficient makes its entries of dt·b, G dW or M
+      // infinite or NaN, and so the trial's, symmetrised or not), so the coefficients are scanned
+      // only when some trial is not finite.
+      mask drift_ok = mask::Constant(true), noise_ok = mask::Constant(true);
+      if (!(m_nonfinite == 0.0).all()) {
+        drift_ok = finite_lanes(m_drift);
+        noise_ok = finite_lanes(m_noise);
+        if constexpr (Scheme == lane_scheme::milstein_commutative)
+          noise_ok = noise_ok && finite_lanes(m_term);
+      }
       if constexpr (space == state_space::psd_cone) {
-        lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_factored);
+        lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_cholesky_ok);
+        m_factored = m_cholesky_ok;
         // The per-path check factorises ncsde::matrix states with Eigen::LLT, whose sums run in
         // another order: there a lane counts as positive definite only with a wide margin (for
         // m = 1 the two factorisations are the same operation); the other lanes go to the per-path
@@ -212,6 +218,10 @@ class lane_integrator {
       // below do lane by lane in that case.
       if (alive == W && !m_opt.stop_condition && plain_group(drift_ok, noise_ok)) {
         m_v.swap(m_trial);
+        // The cone check's factors are those of the new states: the SDE's next noise map may take
+        // them instead of factorising again.
+        if constexpr (space == state_space::psd_cone && BatchedSdeWithCholeskyHint<S>)
+          m_sde.use_cholesky_lanes(m_v, m_factor, m_cholesky_ok);
         const double t_next = grid.time(i + 1);
         for (result_type& r : results) {
           r.steps = i + 1;
@@ -370,35 +380,27 @@ class lane_integrator {
           out.cols(), K));
   }
 
-  /// The checks' measurements of every lane at once, in the per-path operations (settle() then
-  /// decides lane by lane): on symmetric spaces symmetrize_measured (state_space.hpp) lane-wise
-  /// (m_asymmetry, NaN kept), then whether each lane is finite and its max |X| (m_size).
-  void measure_lanes() {
-    if constexpr (is_symmetric_space(space)) {
-      const Eigen::Index m = m_rows;
-      m_asymmetry.setZero();
-      for (Eigen::Index b = 0; b < m; ++b) {
-        auto d = m_trial.col(b + b * m);
-        d = 0.5 * (d + d);  // as symmetrize(): d + d may overflow to inf
-        for (Eigen::Index a = b + 1; a < m; ++a) {
-          auto x_ab = m_trial.col(a + b * m);
-          auto x_ba = m_trial.col(b + a * m);
-          m_column = (x_ab - x_ba).abs();
-          m_asymmetry = (m_column <= m_asymmetry).select(m_asymmetry, m_column);  // keeps a NaN
-          m_column = 0.5 * (x_ab + x_ba);
-          x_ab = m_column;
-          x_ba = m_column;
-        }
-      }
-    }
-    // x − x is 0 for finite x and NaN otherwise; the max of finite values does not depend on the
-    // order in which it is taken.
-    m_nonfinite.setZero();
-    m_size.setZero();
-    for (Eigen::Index c = 0; c < m_trial.cols(); ++c) {
-      m_nonfinite += m_trial.col(c) - m_trial.col(c);
-      m_size = m_size.max(m_trial.col(c).abs());
-    }
+  /// The trial states of every lane and the checks' measurements (lane_trial_columns, in the
+  /// per-path operations; settle() then decides lane by lane): euler_maruyama v + (dt·b + G dW),
+  /// milstein_commutative v + ((dt·b + G dW) + M); on symmetric spaces symmetrised as
+  /// symmetrize_measured (state_space.hpp) with its measure in m_asymmetry; whether each lane is
+  /// finite (m_nonfinite) and its max |X| (m_size).
+  void form_trial(double h, Eigen::Index K) {
+    m_trial.resize(W, K);
+    detail::lane_trial_args a{};
+    a.v = m_v.data();
+    a.drift = m_drift.data();
+    a.noise = m_noise.data();
+    a.term = Scheme == lane_scheme::milstein_commutative ? m_term.data() : nullptr;
+    a.h = h;
+    a.lanes = W;
+    a.k = K;
+    a.m = is_symmetric_space(space) ? static_cast<int>(m_rows) : 0;
+    a.trial = m_trial.data();
+    a.asymmetry = m_asymmetry.data();
+    a.nonfinite = m_nonfinite.data();
+    a.size = m_size.data();
+    detail::lane_trial_columns(a);
   }
 
   /// Whether settle() completes every lane without a change to its trial state or its counters:
@@ -467,9 +469,11 @@ class lane_integrator {
   std::vector<block> m_columns;
   std::vector<matrix> m_lane_iterated;  ///< [l]: lane l's I, as the per-path stepper forms it
   vector m_lane_dw, m_lane_sum;
-  mask m_factored = mask::Constant(false);
+  /// lane_cholesky's verdict on the trial states (m_factor), and the lanes the cone check passes
+  /// by it (on ncsde::matrix states, those with the pivot margin as well).
+  mask m_cholesky_ok = mask::Constant(false), m_factored = mask::Constant(false);
   column m_asymmetry = column::Zero(), m_size = column::Zero();
-  column m_nonfinite = column::Zero(), m_column = column::Zero(), m_finite_sum = column::Zero();
+  column m_nonfinite = column::Zero(), m_finite_sum = column::Zero();
   State m_x;
   matrix m_dynamic;
   std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>

@@ -21,7 +21,9 @@
 #include <Eigen/Core>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -78,6 +80,30 @@ inline int lane_matrix_size(const lane_block& v) {
 namespace detail {
 /// lane_cholesky on raw columns: `lanes` lanes (a multiple of batch_width), column stride `lanes`.
 void lane_cholesky_columns(const double* v, int lanes, int m, double* l, bool* ok);
+
+/// The operands of lane_trial_columns: `lanes` lanes (a multiple of batch_width) of k coordinates,
+/// every block's column c at its pointer + c·lanes.
+struct lane_trial_args {
+  const double* v;
+  const double* drift;
+  const double* noise;
+  const double* term;  ///< the Milstein correction M, or nullptr
+  double h;
+  int lanes;
+  Eigen::Index k;
+  int m;  ///< > 0: m×m states on a symmetric space (k = m²), symmetrised; 0: none
+  double* trial;
+  double* asymmetry;  ///< per lane (0 when m = 0)
+  double* nonfinite;  ///< per lane
+  double* size;       ///< per lane
+};
+
+/// The batched engine's step arithmetic, in the per-path operations and their order: trial =
+/// v + (h·drift + noise), or v + ((h·drift + noise) + term); for m > 0 then symmetrised as
+/// symmetrize_measured (state_space.hpp) lane by lane, asymmetry = its measure (a NaN gap is
+/// kept until a later gap replaces it, as there); per lane nonfinite = Σ (x − x) over the
+/// coordinates (0 exactly when the lane's trial is finite) and size = max |x| (exact when finite).
+void lane_trial_columns(const lane_trial_args& a);
 }  // namespace detail
 
 /// Cholesky factors of the m×m states of a lane group, lane by lane: l (W × m², lower
@@ -94,6 +120,50 @@ inline void lane_cholesky(const lane_block_of<W>& v, int m, lane_block_of<W>& l,
   l.resize(W, static_cast<Eigen::Index>(m) * m);
   detail::lane_cholesky_columns(v.data(), W, m, l.data(), ok.data());
 }
+
+/// S factorises its lanes' states itself and accepts the batched engine's factors (the batched
+/// SdeWithCholeskyHint, concepts.hpp):
+///   s.use_cholesky_lanes(v, l, ok): (l, ok) is lane_cholesky(v, m, l, ok) of exactly the block v,
+///   the group's state the next step starts from, as the engine's cone check computed it.
+/// S may keep it instead of factorising v again (lane_cholesky_cache: keyed on v's bits, so that
+/// results do not change). The batched engine calls it after each step whose new states passed the
+/// check by lane_cholesky in every lane.
+template <class S>
+concept BatchedSdeWithCholeskyHint =
+    BatchedSde<S> &&
+    requires(const S& s, const lane_block_of<lane_width_of<S>>& v,
+             const lane_mask_of<lane_width_of<S>>& ok) { s.use_cholesky_lanes(v, v, ok); };
+
+/// The lane_cholesky factors of one block, handed over by the batched engine
+/// (BatchedSdeWithCholeskyHint): factor() returns them for exactly that block (the same bits, every
+/// value compared as stored, so ±0 and NaN payloads count) and computes lane_cholesky otherwise.
+template <int W>
+class lane_cholesky_cache {
+ public:
+  /// Keeps (l, ok) = lane_cholesky(v, ·) of v.
+  void adopt(const lane_block_of<W>& v, const lane_block_of<W>& l, const lane_mask_of<W>& ok) {
+    m_v = v;
+    m_l = l;
+    m_ok = ok;
+    m_valid = true;
+  }
+  /// lane_cholesky(v, m, l, ok), from the kept factors when v is the adopted block bit for bit.
+  void factor(const lane_block_of<W>& v, int m, lane_block_of<W>& l, lane_mask_of<W>& ok) const {
+    if (m_valid && m_v.cols() == v.cols() && m_l.cols() == v.cols() &&
+        std::memcmp(m_v.data(), v.data(), sizeof(double) * static_cast<std::size_t>(v.size())) ==
+            0) {
+      l = m_l;
+      ok = m_ok;
+      return;
+    }
+    lane_cholesky(v, m, l, ok);
+  }
+
+ private:
+  lane_block_of<W> m_v, m_l;
+  lane_mask_of<W> m_ok = lane_mask_of<W>::Constant(false);
+  bool m_valid = false;
+};
 
 /// Clears ok(l) for the lanes whose lane_cholesky factor l of v has a pivot within a wide margin of
 /// round-off: smallest L_jj² ≤ 64·m·ε·max_j |V_jj|. Where the margin holds, any Cholesky

@@ -165,7 +165,7 @@ void covariance_sde::diffusion(const square_matrix<M>& v, const vector& xi, squa
 
 void covariance_sde::factor_lanes(const lane_block& v, int m) const {
   shaped_lane_workspace& ws = m_lanes;
-  lane_cholesky(v, m, ws.l, ws.ok);
+  ws.hint.factor(v, m, ws.l, ws.ok);  // lane_cholesky, or the engine's factors of this v
   with_fixed_size(m, [&]<int M>() {
     // The per-path check and factor use Eigen::LLT on dynamic sizes, whose sums run in another
     // order (for m = 1 it is the same operation).

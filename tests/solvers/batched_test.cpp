@@ -5,6 +5,7 @@
 // thread count and the path range.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -55,6 +56,7 @@ struct cubic_lanes {
   double a = 0.1;
   double sigma = 0.8;
   double nan_above = std::numeric_limits<double>::infinity();  ///< drift NaN once |V12| exceeds it
+  double inf_above = std::numeric_limits<double>::infinity();  ///< noise ∞ once |V12| exceeds it
 
   int noise_dimension(int) const { return 3; }
 
@@ -85,6 +87,7 @@ struct cubic_lanes {
     out(0, 0) = sigma * xi(0);
     out(0, 1) = out(1, 0) = sigma * xi(1) / std::sqrt(2.0);
     out(1, 1) = sigma * xi(2);
+    if (std::abs(v(0, 1)) > inf_above) out(1, 1) = std::numeric_limits<double>::infinity();
   }
 
   // Templates on the lane count W (cubic_wide declares 32).
@@ -98,12 +101,14 @@ struct cubic_lanes {
       if (std::abs(v(l, 2)) > nan_above) out(l, 0) = std::numeric_limits<double>::quiet_NaN();
   }
   template <int W>
-  void diffusion_lanes(const ncsde::lane_block_of<W>&, const ncsde::lane_block_of<W>& xi,
+  void diffusion_lanes(const ncsde::lane_block_of<W>& v, const ncsde::lane_block_of<W>& xi,
                        ncsde::lane_block_of<W>& out, double) const {
     out.resize(W, 4);
     out.col(0) = sigma * xi.col(0);
     out.col(1) = out.col(2) = sigma * xi.col(1) / std::sqrt(2.0);
     out.col(3) = sigma * xi.col(2);
+    for (int l = 0; l < W; ++l)
+      if (std::abs(v(l, 2)) > inf_above) out(l, 3) = std::numeric_limits<double>::infinity();
   }
 };
 static_assert(ncsde::BatchedSde<cubic_lanes>);
@@ -270,6 +275,105 @@ TEST_CASE("lane_cholesky: each lane is small_cholesky bit for bit; non-PD lanes 
   CHECK_THROWS_AS(ncsde::detail::lane_target_scope("PDP-11"), ncsde::invalid_argument);
 }
 
+TEST_CASE(
+    "lane_trial_columns: the per-path step arithmetic and checks, bit for bit, on every "
+    "instruction set") {
+  // Reference, lane by lane on ncsde::matrix: x = v + ((h·b + n) [+ t]) entry by entry, then
+  // symmetrize_measured; nonfinite is 0 exactly for a finite lane, size its max |x|.
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double h = 0x1p-10 * 3.0;
+  for (const int lanes : {batch_width, 2 * batch_width})
+    for (const int m : {0, 1, 2, 3, 5}) {  // 0: a vector state of 7 coordinates, not symmetrised
+      for (const bool with_term : {false, true}) {
+        const Eigen::Index k = m == 0 ? 7 : m * m;
+        Eigen::ArrayXXd v(lanes, k), b(lanes, k), n(lanes, k), t(lanes, k);
+        for (int l = 0; l < lanes; ++l)
+          for (Eigen::Index c = 0; c < k; ++c) {
+            const double x = static_cast<double>(l) + 0.37 * static_cast<double>(c);
+            v(l, c) = 1.0 + std::sin(x);
+            b(l, c) = 1e3 * std::cos(0.7 * x);
+            n(l, c) = 0.1 * std::sin(1.3 * x + 0.2);
+            t(l, c) = 1e-3 * std::cos(2.1 * x);
+          }
+        // Special lanes: a NaN drift, an infinite noise, an overflow of d + d, a −0 entry, a
+        // large asymmetry.
+        b(1, 0) = nan;
+        n(2, k - 1) = inf;
+        v(3, 0) = 1.7e308;
+        b(3, 0) = 1e308 / h;
+        v(4, 0) = -0.0;
+        b(4, 0) = 0.0;
+        n(4, 0) = -0.0;
+        t(4, 0) = -0.0;
+        if (k > 1) v(5, 1) = 40.0;
+        std::vector<double> ref_trial(static_cast<std::size_t>(lanes * k)), ref_asym(lanes),
+            ref_size(lanes);
+        std::vector<bool> ref_finite(static_cast<std::size_t>(lanes));
+        for (int l = 0; l < lanes; ++l) {
+          matrix x(m == 0 ? k : m, m == 0 ? 1 : m);
+          for (Eigen::Index c = 0; c < k; ++c) {
+            const double step = h * b(l, c) + n(l, c);
+            x.data()[c] = with_term ? v(l, c) + (step + t(l, c)) : v(l, c) + step;
+          }
+          ref_asym[static_cast<std::size_t>(l)] = m == 0 ? 0.0 : ncsde::symmetrize_measured(x);
+          for (Eigen::Index c = 0; c < k; ++c)
+            ref_trial[static_cast<std::size_t>(l + c * lanes)] = x.data()[c];
+          ref_finite[static_cast<std::size_t>(l)] = x.allFinite();
+          ref_size[static_cast<std::size_t>(l)] = x.cwiseAbs().maxCoeff();
+        }
+        for (const std::string& target : ncsde::detail::lane_targets()) {
+          const ncsde::detail::lane_target_scope scope(target);
+          CAPTURE(target);
+          CAPTURE(lanes);
+          CAPTURE(m);
+          CAPTURE(with_term);
+          Eigen::ArrayXXd trial(lanes, k);
+          std::vector<double> asym(lanes, -1.0), nonfinite(lanes, -1.0), size(lanes, -1.0);
+          ncsde::detail::lane_trial_args a{};
+          a.v = v.data();
+          a.drift = b.data();
+          a.noise = n.data();
+          a.term = with_term ? t.data() : nullptr;
+          a.h = h;
+          a.lanes = lanes;
+          a.k = k;
+          a.m = m;
+          a.trial = trial.data();
+          a.asymmetry = asym.data();
+          a.nonfinite = nonfinite.data();
+          a.size = size.data();
+          ncsde::detail::lane_trial_columns(a);
+          for (int l = 0; l < lanes; ++l) {
+            CAPTURE(l);
+            const auto sl = static_cast<std::size_t>(l);
+            for (Eigen::Index c = 0; c < k; ++c) {
+              const double want = ref_trial[static_cast<std::size_t>(l + c * lanes)];
+              const double got = trial(l, c);
+              // The same bits: NaN where the reference has NaN, the sign of zero included.
+              if (std::isnan(want)) {
+                CHECK(std::isnan(got));
+              } else {
+                CHECK(std::bit_cast<std::uint64_t>(got) == std::bit_cast<std::uint64_t>(want));
+              }
+            }
+            CHECK((nonfinite[sl] == 0.0) == ref_finite[sl]);
+            if (ref_finite[sl]) {
+              CHECK(size[sl] == ref_size[sl]);
+              CHECK(std::bit_cast<std::uint64_t>(asym[sl]) ==
+                    std::bit_cast<std::uint64_t>(ref_asym[sl]));
+            }
+          }
+          CHECK(nonfinite[1] != 0.0);             // NaN drift
+          CHECK(nonfinite[2] != 0.0);             // infinite noise
+          if (m > 0) CHECK(nonfinite[3] != 0.0);  // d + d overflows on the diagonal
+          CHECK(std::signbit(trial(4, 0)) == std::signbit(ref_trial[4]));
+          if (m > 1) CHECK(asym[5] > 1.0);
+        }
+      }
+    }
+}
+
 TEST_CASE("lane_product and lane_product_transposed: the same bits on every instruction set") {
   for (const int m : {1, 2, 3, 4, 5, 8}) {
     lane_block l(batch_width, m * m), x(batch_width, 2 * m * m);
@@ -393,6 +497,16 @@ TEST_CASE(
     const std::string m1 = error_of([&] { ncsde::run_ensemble(em, p, io, options(2, false)); });
     const std::string m2 = error_of([&] { ncsde::run_ensemble(em, p, io, options(2, true)); });
     CHECK(m1.find("the drift returned a non-finite value at path") != std::string::npos);
+    CHECK(m1 == m2);
+  }
+  SUBCASE("an infinite noise map names the same lowest path as the unbatched run") {
+    // The engine scans the coefficients only when a trial state is not finite: an infinite G dW
+    // makes the trial infinite, and the error still names the noise map.
+    auto p = prob;
+    p.sde.inf_above = 1.5;
+    const std::string m1 = error_of([&] { ncsde::run_ensemble(em, p, io, options(2, false)); });
+    const std::string m2 = error_of([&] { ncsde::run_ensemble(em, p, io, options(2, true)); });
+    CHECK(m1.find("the noise map returned a non-finite value at path") != std::string::npos);
     CHECK(m1 == m2);
   }
 }

@@ -65,6 +65,7 @@ struct shaped_lane_workspace {
   lane_block l, work;
   lane_mask ok = lane_mask::Constant(false);
   bool lower = true;  ///< every lane's L is its Cholesky factor (lower triangular)
+  lane_cholesky_cache<batch_width> hint;  ///< the batched engine's factors (use_cholesky_lanes)
   lane_coefficient_workspace kernels;
 };
 
@@ -130,6 +131,11 @@ class covariance_sde {
   void drift_lanes(const lane_block& v, lane_block& out, double t) const;
   /// The noise map on a lane group (see drift_lanes); xi holds noise_dimension(m) columns.
   void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
+  /// The batched engine's lane_cholesky factors of exactly v (BatchedSdeWithCholeskyHint): kept
+  /// for the next diffusion_lanes at v.
+  void use_cholesky_lanes(const lane_block& v, const lane_block& l, const lane_mask& ok) const {
+    m_lanes.hint.adopt(v, l, ok);
+  }
   /// sigma = Σ(V) = k_lin Σ_lin + k_att Σ_att|causal, K×K over packed pairs (dense reference).
   void covariance(const matrix& v, matrix& sigma, double t) const;
 
@@ -170,7 +176,7 @@ static_assert([]<int... Ms>(std::integer_sequence<int, Ms...>) {
 }(fixed_sizes{}));
 static_assert(!Sde<covariance_sde, square_matrix<5>>);
 static_assert(CovarianceSde<covariance_sde>);
-static_assert(BatchedSde<covariance_sde>);
+static_assert(BatchedSde<covariance_sde> && BatchedSdeWithCholeskyHint<covariance_sde>);
 static_assert(SdeWithCholeskyHint<covariance_sde> &&
               SdeWithCholeskyHint<covariance_sde, square_matrix<4>>);
 
