@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/ensemble.hpp"
 #include "ncsde/models/registry.hpp"
 #include "ncsde/models/shaped.hpp"
 
@@ -84,6 +85,18 @@ inline matrix initial_state(int m) {
     for (int b = 0; b < m; ++b)
       if (a != b) v(a, b) = 0.3 / (1.0 + std::abs(a - b));
   return v;
+}
+
+/// The options of the benchmarks' batched ensembles: `paths` paths from seed 1 on one thread, lane
+/// groups of batch_width paths (ensemble_options::batched), no progress display.
+inline ensemble_options batched_one_thread(long long paths) {
+  ensemble_options eo;
+  eo.seed = 1;
+  eo.paths = paths;
+  eo.threads = 1;
+  eo.batched = true;
+  eo.progress = progress_mode::off;
+  return eo;
 }
 
 /// Set by `--quick` (shorter paths, smaller sizes where a size is optional).

@@ -140,12 +140,7 @@ void sde_paths_batched(benchmark::State& state, const models::covariance_sde& sd
   const problem<models::covariance_sde> prob{sde, initial_state(m), steps * dt};
   integrate_options io;
   io.dt = dt;
-  ensemble_options eo;
-  eo.seed = 1;
-  eo.paths = 64;
-  eo.threads = 1;
-  eo.batched = true;
-  eo.progress = progress_mode::off;
+  const ensemble_options eo = batched_one_thread(64);
   long long incomplete = 0;
   for (auto _ : state) {
     const ensemble_result r = run_ensemble(euler_maruyama<>{}, prob, io, eo);
