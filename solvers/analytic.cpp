@@ -288,6 +288,20 @@ void lane_congruence(detail::lane_factors& f, int m, lane_block& out) {
   lane_product_transposed(f.t, f.l, m, f.triangular, out);
 }
 
+/// The m×m matrix x in every lane of a lane group.
+lane_block in_every_lane(const matrix& x) {
+  lane_block r(batch_width, x.size());
+  for (Eigen::Index c = 0; c < x.size(); ++c) r.col(c).setConstant(x.data()[c]);
+  return r;
+}
+
+/// out = X + Xᵀ lane by lane (entry (a, b): X^{ab} + X^{ba}, as Eigen's x + x.transpose()).
+void add_transpose(const lane_block& x, int m, lane_block& out) {
+  out.resize(batch_width, x.cols());
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) out.col(a + b * m) = x.col(a + b * m) + x.col(b + a * m);
+}
+
 }  // namespace
 
 // ---- hadamard_linear ----
@@ -338,6 +352,24 @@ void hadamard_linear::diffusion(const matrix& v, const vector& xi, matrix& out, 
   out.setZero(v.rows(), v.cols());
   for (std::size_t j = 0; j < m_b.size(); ++j)
     out += xi(static_cast<Eigen::Index>(j)) * m_b[j].cwiseProduct(v);
+}
+
+void hadamard_linear::drift_lanes(const lane_block& v, lane_block& out, double) const {
+  NCSDE_ASSERT(v.cols() == m_a.size(), "hadamard_linear: lane states of the wrong size");
+  out.resize(batch_width, v.cols());
+  for (Eigen::Index c = 0; c < v.cols(); ++c) out.col(c) = m_a.data()[c] * v.col(c);
+}
+
+void hadamard_linear::diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out,
+                                      double) const {
+  NCSDE_ASSERT(v.cols() == m_a.size(), "hadamard_linear: lane states of the wrong size");
+  NCSDE_ASSERT(xi.cols() == static_cast<Eigen::Index>(m_b.size()),
+               "hadamard_linear: xi has the wrong size");
+  // diffusion()'s out += ξ_j (B_j∘V), entry by entry: ξ_j (B_j^c V^c) added to the sum so far.
+  out.setZero(batch_width, v.cols());
+  for (std::size_t j = 0; j < m_b.size(); ++j)
+    for (Eigen::Index c = 0; c < v.cols(); ++c)
+      out.col(c) += xi.col(static_cast<Eigen::Index>(j)) * (m_b[j].data()[c] * v.col(c));
 }
 
 void hadamard_linear::diffusion_derivative(const matrix& v, const matrix& h, const vector& xi,
@@ -429,6 +461,8 @@ lifted_linear::lifted_linear(matrix a, std::vector<matrix> b)
     m_generator += kron(bj, bj);
     m_noise_generators.push_back(kron(id, bj) + kron(bj, id));
   }
+  m_a_lanes = in_every_lane(m_a);
+  for (const matrix& bj : m_b) m_b_lanes.push_back(in_every_lane(bj));
 }
 
 int lifted_linear::noise_dimension(int m) const {
@@ -451,6 +485,33 @@ void lifted_linear::diffusion(const matrix& v, const vector& xi, matrix& out, do
   for (std::size_t j = 0; j < m_b.size(); ++j)
     out.noalias() += xi(static_cast<Eigen::Index>(j)) * (m_b[j] * v);
   out += out.transpose().eval();
+}
+
+void lifted_linear::drift_lanes(const lane_block& v, lane_block& out, double) const {
+  const int m = lane_matrix_size(v);
+  NCSDE_ASSERT(m == size(), "lifted_linear: lane states of the wrong size");
+  lane_product(m_a_lanes, v, m, false, m_product);  // A V
+  add_transpose(m_product, m, out);                 // A V + (A V)ᵀ
+  for (const lane_block& bj : m_b_lanes) {
+    lane_product(bj, v, m, false, m_product);                      // B_j V
+    lane_product_transposed(m_product, bj, m, false, m_sandwich);  // B_j V B_jᵀ
+    out += m_sandwich;
+  }
+}
+
+void lifted_linear::diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out,
+                                    double) const {
+  const int m = lane_matrix_size(v);
+  NCSDE_ASSERT(m == size(), "lifted_linear: lane states of the wrong size");
+  NCSDE_ASSERT(xi.cols() == static_cast<Eigen::Index>(m_b.size()),
+               "lifted_linear: xi has the wrong size");
+  m_sandwich.setZero(batch_width, v.cols());
+  for (std::size_t j = 0; j < m_b_lanes.size(); ++j) {
+    lane_product(m_b_lanes[j], v, m, false, m_product);  // B_j V
+    const auto xj = xi.col(static_cast<Eigen::Index>(j));
+    for (Eigen::Index c = 0; c < v.cols(); ++c) m_sandwich.col(c) += xj * m_product.col(c);
+  }
+  add_transpose(m_sandwich, m, out);
 }
 
 void lifted_linear::diffusion_derivative(const matrix& v, const matrix& h, const vector& xi,

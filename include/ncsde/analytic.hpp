@@ -177,6 +177,10 @@ class hadamard_linear {
   void diffusion(const matrix& v, const vector& xi, matrix& out, double t) const;
   void diffusion_derivative(const matrix& v, const matrix& h, const vector& xi, matrix& out,
                             double t) const;
+  /// The batched form (BatchedSde, lanes.hpp): A∘V and Σ_j ξ_j (B_j∘V) lane by lane, in the same
+  /// operations and order as drift() and diffusion() (bit-identical paths).
+  void drift_lanes(const lane_block& v, lane_block& out, double t) const;
+  void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
 
   matrix exact(const matrix& v0, const Eigen::Ref<const vector>& w_t, double t) const;
   matrix mean(const matrix& v0, double t) const;
@@ -222,6 +226,13 @@ class lifted_linear {
   void diffusion_derivative(const matrix& v, const matrix& h, const vector& xi, matrix& out,
                             double t) const;
 
+  /// The batched form (BatchedSde, lanes.hpp): A V + (A V)ᵀ + Σ_j B_j V B_jᵀ and
+  /// Σ_j ξ_j B_j V + (Σ_j ξ_j B_j V)ᵀ lane by lane, the products by lane_product and
+  /// lane_product_transposed. Their sums run in another order than Eigen's products: a batched path
+  /// agrees with the unbatched one to round-off.
+  void drift_lanes(const lane_block& v, lane_block& out, double t) const;
+  void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
+
   /// Pathwise solution (commuting coefficients only; otherwise throws ncsde::invalid_argument).
   matrix exact(const matrix& v0, const Eigen::Ref<const vector>& w_t, double t) const;
   matrix mean(const matrix& v0, double t) const;
@@ -237,6 +248,9 @@ class lifted_linear {
   bool m_commuting = false;
   matrix m_generator;                      ///< 𝓛₀ (m²×m²)
   std::vector<matrix> m_noise_generators;  ///< 𝓑_j (m²×m²)
+  lane_block m_a_lanes;                    ///< A in every lane (the lane products' operand)
+  std::vector<lane_block> m_b_lanes;       ///< B_j in every lane
+  mutable lane_block m_product, m_sandwich;
 };
 
 /// The linear covariance SDE of docs/maths.md §1/§4.1: dV = Σ_lin(V)^{1/2} dB, drift 0, with the structured
