@@ -139,6 +139,15 @@ integrate_options cubic_options() {
   return io;
 }
 
+/// X Xᵀ/m + 3I, X an m×m matrix of standard normals (stream (11, m)): positive definite, well away
+/// from the cone's boundary.
+matrix well_conditioned_state(int m) {
+  matrix x(m, m);
+  ncsde::random_stream(11, static_cast<std::uint64_t>(m))
+      .normals(ncsde::random_domain::user, 0, 0, x.data(), m * m);
+  return x * x.transpose() / m + 3.0 * matrix::Identity(m, m);
+}
+
 ensemble_options options(int threads, bool batched, long long paths = 300) {
   ensemble_options eo;
   eo.paths = paths;
@@ -567,10 +576,7 @@ TEST_CASE(
   io.dt = 0.01;
   for (const int m : {2, 4, 5}) {
     CAPTURE(m);
-    matrix x(m, m);
-    ncsde::random_stream(11, static_cast<std::uint64_t>(m))
-        .normals(ncsde::random_domain::user, 0, 0, x.data(), m * m);
-    const matrix v0 = x * x.transpose() / m + 3.0 * matrix::Identity(m, m);
+    const matrix v0 = well_conditioned_state(m);
     auto eo = options(2, false, 90);
     eo.functionals.clear();
     // The per-path and the batched run of one problem: the same statuses and cone exits, states
@@ -612,10 +618,7 @@ TEST_CASE(
       if (symmetric) x = ((x + x.transpose()) / 2.0).eval();
       return matrix(scale * x);
     };
-    matrix x(m, m);
-    ncsde::random_stream(11, static_cast<std::uint64_t>(m))
-        .normals(ncsde::random_domain::user, 0, 0, x.data(), m * m);
-    const matrix v0 = x * x.transpose() / m + 3.0 * matrix::Identity(m, m);
+    const matrix v0 = well_conditioned_state(m);
     auto eo = options(2, false, 90);
     eo.functionals.clear();
     auto batched = eo;
@@ -715,10 +718,7 @@ TEST_CASE(
     lin.dt = 0.01;
     for (const int m : {2, 4, 5}) {
       CAPTURE(m);
-      matrix x(m, m);
-      ncsde::random_stream(11, static_cast<std::uint64_t>(m))
-          .normals(ncsde::random_domain::user, 0, 0, x.data(), m * m);
-      const matrix v0 = x * x.transpose() / m + 3.0 * matrix::Identity(m, m);
+      const matrix v0 = well_conditioned_state(m);
       const problem<ncsde::analytic::linear_covariance> p{{}, v0, 0.5};
       auto eo = options(2, false, 90);
       eo.functionals.clear();
