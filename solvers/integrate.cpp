@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace ncsde {
 
@@ -101,7 +102,9 @@ pd_counters& pd_counters::operator+=(const pd_counters& o) {
   projected += o.projected;
   refined += o.refined;
   boundary += o.boundary;
-  if (!(min_eigenvalue <= o.min_eigenvalue)) min_eigenvalue = o.min_eigenvalue;
+  // NaN stands for "no violation seen": it never replaces a minimum that was seen.
+  if (!std::isnan(o.min_eigenvalue) && !(min_eigenvalue <= o.min_eigenvalue))
+    min_eigenvalue = o.min_eigenvalue;
   return *this;
 }
 

@@ -101,6 +101,29 @@ double expected_y(double y0, double sigma, const step_grid& grid, std::uint64_t 
 
 }  // namespace
 
+TEST_CASE("pd_counters: a path without violations never erases the minimum eigenvalue") {
+  // The counters of an ensemble fold path by path; a path without violations carries NaN.
+  ncsde::pd_counters seen;
+  seen.violations = 3;
+  seen.min_eigenvalue = -0.25;
+  ncsde::pd_counters none;  // no violations: min_eigenvalue is NaN
+  REQUIRE(std::isnan(none.min_eigenvalue));
+  ncsde::pd_counters total = seen;
+  total += none;
+  CHECK(total.min_eigenvalue == -0.25);
+  CHECK(total.violations == 3);
+  ncsde::pd_counters from_none = none;
+  from_none += seen;
+  CHECK(from_none.min_eigenvalue == -0.25);
+  ncsde::pd_counters lower;
+  lower.violations = 1;
+  lower.min_eigenvalue = -0.5;
+  total += lower;
+  CHECK(total.min_eigenvalue == -0.5);
+  total += seen;
+  CHECK(total.min_eigenvalue == -0.5);
+}
+
 TEST_CASE("step_grid: t_i = t0 + i·dt, the last step lands exactly on T") {
   const step_grid a(0.0, 1.0, 0.3);
   CHECK(a.steps == 4);  // 0, 0.3, 0.6, 0.9, then a short step to 1
