@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -325,6 +326,22 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   if (p.range.first < 0 || p.range.last < p.range.first || p.block_size < 1 ||
       p.functionals > (1u << 20))
     in.fail("a range, block size or functional count out of range");
+  // The run's own numbers, as run_ensemble accepts them: a partial that no run could have written
+  // is refused here rather than printed back.
+  if (r.m < 1 || r.m > (1 << 20)) in.fail(fmt::format("m = {} out of range", r.m));
+  if (!std::isfinite(r.t0) || !std::isfinite(r.t_end) || !(r.t_end >= r.t0))
+    in.fail(fmt::format("a time interval [{}, {}] that is not finite and ordered", r.t0, r.t_end));
+  if (!(r.dt > 0.0) || !std::isfinite(r.dt)) in.fail(fmt::format("dt = {} not > 0", r.dt));
+  if (r.paths < 1 || p.range.last > r.paths)
+    in.fail(fmt::format("paths = {} with a piece [{}, {})", r.paths, p.range.first, p.range.last));
+  if (r.threads < 0) in.fail(fmt::format("threads = {}", r.threads));
+  if (!std::isfinite(r.seconds) || r.seconds < 0.0) in.fail("a run time that is not >= 0");
+  if (r.control != step_control::fixed && !(r.tolerance > 0.0 && r.tolerance <= 1.0))
+    in.fail(fmt::format("an adaptive tolerance {} outside (0, 1]", r.tolerance));
+  for (std::size_t i = 0; i < r.save_times.size(); ++i)
+    if (!(r.save_times[i] >= r.t0 && r.save_times[i] <= r.t_end) ||
+        (i > 0 && !(r.save_times[i] >= r.save_times[i - 1])))
+      in.fail("save times outside [t0, T] or out of order");
   const int K = r.layout.size();
   const std::size_t saves = r.save_times.size();
   auto read_path = [&] {

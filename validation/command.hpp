@@ -124,6 +124,12 @@ inline std::vector<std::string>& program_arguments() {
 /// calls it, and so does the Python module (in its own process, without MPI).
 int run_program(int argc, char** argv);
 
+/// Flushes the standard output after a command: when it cannot be written (a full disk, /dev/full,
+/// an I/O error) prints "ncsde <command>: cannot write the standard output: <reason>" and returns
+/// exit_failure (or `rc` when that already is a failure); returns `rc` otherwise. A failed write is
+/// a failed run.
+int finish_standard_output(std::string_view command, int rc);
+
 /// `ncsde convergence`: measured strong and weak orders of the schemes (validation/convergence/).
 command convergence_command();
 

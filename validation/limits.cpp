@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -92,6 +94,10 @@ memory_limit available_memory() {
 
 void check_memory(std::string_view flag, std::string_view value, double bytes,
                   std::string_view what) {
+  if (const char* report = std::getenv("NCSDE_REPORT_MEMORY"); report && report[0] == '1')
+    std::fprintf(stderr, "ncsde: memory estimate %.*s %.*s: %.0f bytes (%.*s)\n",
+                 static_cast<int>(flag.size()), flag.data(), static_cast<int>(value.size()),
+                 value.data(), bytes, static_cast<int>(what.size()), what.data());
   const memory_limit limit = available_memory();
   if (bytes > limit.bytes)
     throw invalid_argument(fmt::format(
@@ -99,21 +105,55 @@ void check_memory(std::string_view flag, std::string_view value, double bytes,
         value, format_bytes(bytes), what, format_bytes(limit.bytes), limit.source));
 }
 
+void check_paths(long long paths, const parameter_names& names) {
+  if (paths < 1 || paths > max_paths)
+    throw invalid_argument(
+        fmt::format("{} must be in [1, {}] (got {})", names.paths, max_paths, paths));
+}
+
+void check_threads(long long threads, const parameter_names& names) {
+  if (threads < 0 || threads > max_threads)
+    throw invalid_argument(fmt::format("{} must be in [0, {}] (0: all cores; got {})",
+                                       names.threads, max_threads, threads));
+}
+
+double ensemble_bytes_per_path(double K, std::size_t functionals, bool keep_paths,
+                               std::size_t saves) {
+  // Fitted to the peak resident memory of `ncsde simulate` (m = 1, 2, 4, 8; 10⁵ and 5·10⁵ paths,
+  // glibc malloc; tests/cli/test_outputs.py checks the estimate against the measurement), above
+  // it by 5-30%: each functional's value three times (the blocks', the run's, the summary's sorted
+  // copy), the status and times (4 bytes a coordinate for the statistics' work, 40 a path); a kept
+  // path's record (its shell in the block and in the run, V's heap block: 144 + 9 bytes a
+  // coordinate) and its saved states.
+  double per_path = 24.0 * static_cast<double>(functionals) + 4.0 * K + 40.0;
+  if (keep_paths) per_path += 144.0 + 9.0 * K + static_cast<double>(saves) * (8.0 * K + 48.0);
+  return per_path;
+}
+
+void check_initial_size(const matrix& v0, double blowup_threshold) {
+  const double size = v0.size() > 0 ? v0.cwiseAbs().maxCoeff() : 0.0;
+  if (!(size <= blowup_threshold))
+    throw invalid_argument(fmt::format(
+        "--V0: max |V0^ab| = {:.6g} exceeds --blowup-threshold {:.6g} (every path would start "
+        "blown up): lower --V0 or raise --blowup-threshold",
+        size, blowup_threshold));
+}
+
 void check_sde_steps(double t_end, double dt, double steps, long long paths,
-                     std::string_view paths_flag, int runs) {
+                     std::string_view paths_flag, int runs, const parameter_names& names) {
   if (steps > max_steps_per_path)
     throw invalid_argument(fmt::format(
-        "--dt {:g} with --T {:g}: {:.3g} steps per path, more than the limit of {:g} steps per "
+        "{} {:g} with {} {:g}: {:.3g} steps per path, more than the limit of {:g} steps per "
         "path",
-        dt, t_end, steps, max_steps_per_path));
+        names.dt, dt, names.t_end, t_end, steps, max_steps_per_path));
   const double total = steps * static_cast<double>(paths) * runs;
   if (total > max_total_steps)
-    throw invalid_argument(
-        fmt::format("{} {}: {:.3g} steps in all ({} path{} × {:.3g} steps (--T/--dt){}), more than "
-                    "the limit of "
-                    "{:g} steps per run",
-                    paths_flag, paths, total, paths, paths == 1 ? "" : "s", steps,
-                    runs > 1 ? fmt::format(" × {} SDE runs", runs) : "", max_total_steps));
+    throw invalid_argument(fmt::format(
+        "{} {}: {:.3g} steps in all ({} path{} × {:.3g} steps ({}/{}){}), more than "
+        "the limit of "
+        "{:g} steps per run",
+        paths_flag, paths, total, paths, paths == 1 ? "" : "s", steps, names.t_end, names.dt,
+        runs > 1 ? fmt::format(" × {} SDE runs", runs) : "", max_total_steps));
 }
 
 double network_layer_work(const model_flags& model, bool literal, int m, int n, int n_k) {
@@ -135,27 +175,29 @@ double literal_weight_bytes(const model_flags& model, int n, int n_k) {
 }
 
 void check_network_work(const model_flags& model, bool literal, int m, int n, int n_k,
-                        long long networks, int d, int ensembles) {
+                        long long networks, int d, int ensembles, const parameter_names& names) {
   const double layers = static_cast<double>(networks) * d * ensembles;
   const std::string count =
       ensembles > 1 ? fmt::format(" × {} ensembles", ensembles) : std::string();
   if (layers > max_network_layers)
     throw invalid_argument(fmt::format(
-        "--networks {} with --d {}: {:.3g} network layers ({} × {}{}), more than the limit of {:g} "
+        "{} {} with {} {}: {:.3g} network layers ({} × {}{}), more than the limit of {:g} "
         "per run",
-        networks, d, layers, networks, d, count, max_network_layers));
+        names.networks, networks, names.d, d, layers, networks, d, count, max_network_layers));
   const double per_layer = network_layer_work(model, literal, m, n, n_k);
   const double work = layers * per_layer;
   if (work > max_network_work)
     throw invalid_argument(fmt::format(
-        "--networks {} with --d {} and --n {}: about {:.3g} units of work ({:.3g} network layers × "
+        "{} {} with {} {} and {} {}: about {:.3g} units of work ({:.3g} network layers × "
         "{:.3g} {} per layer, {} sampler), more than the limit of {:g} per run",
-        networks, d, n, work, layers, per_layer, literal ? "weights drawn" : "m²·(n + r·n)",
-        literal ? "literal" : "reduced", max_network_work));
+        names.networks, networks, names.d, d, names.n, n, work, layers, per_layer,
+        literal ? "weights drawn" : "m²·(n + r·n)", literal ? "literal" : "reduced",
+        max_network_work));
 }
 
 void check_network_memory(const model_flags& model, const network_flags& net, bool literal, int m,
-                          std::size_t depths, int ensembles, double extra_per_network) {
+                          std::size_t depths, int ensembles, double extra_per_network,
+                          const parameter_names& names) {
   if (literal) {
     // Every worker thread that runs a network keeps its own weight buffers.
     const double threads =
@@ -164,7 +206,7 @@ void check_network_memory(const model_flags& model, const network_flags& net, bo
     // The layer's activations (X, X W, the hidden layer): a few m×n and m×r·n matrices.
     const double activations =
         8.0 * m * net.n * (6.0 + 2.0 * std::max(1.0, model.params().hidden_ratio));
-    check_memory("--n", std::to_string(net.n), threads * (per_thread + activations),
+    check_memory(names.n, std::to_string(net.n), threads * (per_thread + activations),
                  fmt::format("the literal sampler's weight matrices, {} per thread × {:g} thread{}",
                              format_bytes(per_thread), threads, threads == 1 ? "" : "s"));
   }
@@ -174,7 +216,7 @@ void check_network_memory(const model_flags& model, const network_flags& net, bo
       ensembles * (sizeof(networks::network_record) + static_cast<double>(depths) * vector_bytes +
                    vector_bytes) +
       extra_per_network;
-  check_memory("--networks", std::to_string(net.networks),
+  check_memory(names.networks, std::to_string(net.networks),
                per_network * static_cast<double>(net.networks),
                fmt::format("{:.0f} bytes per network: V at {} recorded depth{}{}", per_network,
                            depths, depths == 1 ? "" : "s",

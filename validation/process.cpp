@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -96,14 +99,105 @@ bool run_plot_script(std::string_view command, const std::string& script,
   return false;
 }
 
+namespace {
+
+/// The temporaries of the output files of this process, for the signal handler: fixed slots of
+/// paths (no allocation, no lock), each free (0), being written (1) or holding a live temporary (2).
+constexpr int temporary_slots = 64;
+struct temporary_slot {
+  std::atomic<int> state{0};
+  char path[PATH_MAX] = {};
+};
+temporary_slot temporaries[temporary_slots];
+
+/// Records a temporary for removal on SIGINT/SIGTERM/SIGHUP; returns its slot, or −1 when every
+/// slot is taken (the temporary is then only removed by its output_file).
+int register_temporary(const std::string& path) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < temporary_slots; ++i) {
+    int free = 0;
+    if (!temporaries[i].state.compare_exchange_strong(free, 1)) continue;
+    std::memcpy(temporaries[i].path, path.c_str(), path.size() + 1);
+    temporaries[i].state.store(2);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_temporary(int slot) {
+  if (slot >= 0) temporaries[slot].state.store(0);
+}
+
+extern "C" void remove_temporaries_and_stop(int signal) {
+  for (temporary_slot& t : temporaries)
+    if (t.state.load() == 2) unlink(t.path);  // async-signal-safe
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+/// Writes all of `bytes` to `fd`; false (errno set) on an error.
+bool write_all(int fd, const char* bytes, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, bytes, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    bytes += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+/// Copies the file `from` onto the existing file `to` (truncated only now); 0 or an errno.
+int copy_onto(const std::filesystem::path& from, const std::filesystem::path& to) {
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return errno;
+  const int out = open(to.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (out < 0) {
+    const int error = errno;
+    close(in);
+    return error;
+  }
+  char buffer[1 << 16];
+  int error = 0;
+  for (;;) {
+    const ssize_t got = read(in, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      error = errno;
+      break;
+    }
+    if (got == 0) break;
+    if (!write_all(out, buffer, static_cast<std::size_t>(got))) {
+      error = errno;
+      break;
+    }
+  }
+  if (close(out) != 0 && error == 0) error = errno;
+  close(in);
+  return error;
+}
+
+}  // namespace
+
+void install_temporary_cleanup() {
+  for (const int s : {SIGINT, SIGTERM, SIGHUP}) std::signal(s, remove_temporaries_and_stop);
+}
+
 output_file::output_file(std::string_view command, std::string_view flag,
                          std::filesystem::path path)
     : m_command(command), m_flag(flag), m_path(std::move(path)), m_target(m_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (m_path.empty()) {
+    report(ENOENT);
+    return;
+  }
   const fs::file_status status = fs::status(m_path, ec);  // follows symbolic links
   mode_t mode = 0;
-  if (fs::exists(status)) {
+  const bool exists = fs::exists(status);
+  if (exists) {
     if (fs::is_directory(status)) {
       report(EISDIR);
       return;
@@ -131,31 +225,37 @@ output_file::output_file(std::string_view command, std::string_view flag,
     umask(mask);
     mode = 0666 & ~mask;
   }
-  // A hidden name next to the target: ".<name>.XXXXXX".
+  // A hidden name next to the target: ".<name>.XXXXXX"; in a directory where no file can be
+  // created but the target can be written, the temporary goes to the temporary directory instead
+  // and commit() copies it onto the target: the target is touched only once the run succeeded.
   std::string hidden(".");
   hidden += m_target.filename().string();
   hidden += ".XXXXXX";
   std::string name = (m_target.parent_path() / hidden).string();
-  const int fd = mkstemp(name.data());
+  int fd = mkstemp(name.data());
   if (fd < 0) {
     const int error = errno;
-    // A writable file in a directory we cannot create files in: write it in place, as a plain
-    // open would (a failed run then leaves it truncated; there is no other way to write it).
-    if (mode != 0 && fs::exists(status)) {
-      m_stream.open(m_path);
-      m_ok = static_cast<bool>(m_stream);
-      if (m_ok) return;
+    if (!exists) {
+      report(error);
+      return;
     }
-    report(error);
-    return;
+    name = (fs::temp_directory_path(ec) / ("ncsde-" + hidden.substr(1))).string();
+    fd = ec ? -1 : mkstemp(name.data());
+    if (fd < 0) {
+      report(error);
+      return;
+    }
+    m_copy = true;
   }
   fchmod(fd, mode);  // mkstemp creates the file 0600
   close(fd);
   m_temporary = name;
+  m_slot = register_temporary(name);
   m_stream.open(m_temporary, std::ios::out | std::ios::trunc);
   if (!m_stream) {
     const int error = errno;
     fs::remove(m_temporary, ec);
+    unregister_temporary(m_slot);
     m_temporary.clear();
     report(error);
     return;
@@ -164,6 +264,7 @@ output_file::output_file(std::string_view command, std::string_view flag,
 }
 
 output_file::~output_file() {
+  unregister_temporary(m_slot);
   if (m_committed || m_temporary.empty()) return;
   m_stream.close();
   std::error_code ec;
@@ -177,6 +278,14 @@ bool output_file::commit() {
   if (!m_stream) {
     report(errno != 0 ? errno : EIO);
     return false;  // the destructor removes the temporary
+  }
+  if (m_copy) {
+    const int error = copy_onto(m_temporary, m_target);
+    if (error != 0) {
+      report(error);
+      return false;
+    }
+    return true;  // the destructor removes the temporary
   }
   if (!m_temporary.empty() && std::rename(m_temporary.c_str(), m_target.c_str()) != 0) {
     report(errno);

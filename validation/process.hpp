@@ -40,15 +40,23 @@ bool create_plot_directory(std::string_view command, const std::filesystem::path
 bool run_plot_script(std::string_view command, const std::string& script,
                      const std::vector<std::string>& args);
 
-/// An output file (--out, the --plots data) written whole or not at all. The constructor, called
-/// before a run, checks that `path` can be written and creates a temporary file next to it (in the
-/// same directory, so that the final rename is atomic); stream() writes to the temporary and
-/// commit() renames it onto `path`. Without commit() (an error, an exception, an early return) the
-/// destructor removes the temporary: a run that fails leaves an earlier file at `path` unchanged
-/// and never a truncated one. The file gets the mode a plain open would give it (an existing
-/// file's mode, else 0666 minus the umask). A `path` that exists and is not a regular file
-/// (/dev/stdout, a FIFO) is written directly: there is nothing to replace; so is a writable file
-/// in a directory where no temporary can be created.
+/// Installs the program's handlers of SIGINT, SIGTERM and SIGHUP: they remove the temporaries of
+/// the output files open at that moment, then end the program as the signal would have. Called by
+/// main() (the Python module keeps Python's own handlers; its commands end through cancellation).
+void install_temporary_cleanup();
+
+/// An output file (--out, --partial, the --plots data) written whole or not at all. The
+/// constructor, called before a run, checks that `path` can be written (an empty path cannot) and
+/// creates a temporary file next to it (in the same directory, so that the final rename is
+/// atomic); stream() writes to the temporary and commit() renames it onto `path`. Without commit()
+/// (an error, an exception, an early return) the destructor removes the temporary, and so does
+/// SIGINT, SIGTERM or SIGHUP in the program (install_temporary_cleanup): a run that fails leaves an
+/// earlier file at `path` unchanged and never a truncated one. The file gets the mode a plain open
+/// would give it (an existing file's mode, else 0666 minus the umask). A writable file in a
+/// directory where no temporary can be created (a read-only directory) gets its temporary in the
+/// temporary directory ($TMPDIR, else /tmp), which commit() copies onto it: the file is truncated
+/// only once the run has succeeded (the copy itself is not atomic). A `path` that exists and is
+/// not a regular file (/dev/stdout, a FIFO) is written directly: there is nothing to replace.
 class output_file {
  public:
   /// On failure prints "ncsde <command>: cannot write <flag> <path>: <reason>" (strerror) to
@@ -75,6 +83,8 @@ class output_file {
   std::filesystem::path m_target;     ///< the file the rename replaces (symbolic links followed)
   std::filesystem::path m_temporary;  ///< empty when `path` is written directly
   std::ofstream m_stream;
+  int m_slot = -1;      ///< the temporary's slot for the signal handler
+  bool m_copy = false;  ///< the temporary is elsewhere: commit() copies it onto the target
   bool m_ok = false;
   bool m_committed = false;
 };

@@ -3,9 +3,12 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
+#include <iostream>
 #include <new>
 #include <string>
 #include <utility>
@@ -15,8 +18,56 @@
 #include "mpi_world.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/models/models_library.hpp"
+#include "partial_file.hpp"
 
 namespace ncsde::cli {
+
+namespace {
+
+/// Runs a parsed command's action; an exception becomes its message on stderr and an exit code.
+int run_action(const CLI::App& sub, const std::function<int()>& action) {
+  try {
+    // The commands that split their work over MPI ranks; the others refuse more than one rank.
+    const std::string& name = sub.get_name();
+    if (name != "simulate" && name != "sample-network" && name != "validate" && name != "blowup" &&
+        name != "convergence")
+      require_one_rank(name);
+    return action();
+  } catch (const ncsde::invalid_argument& e) {
+    std::fprintf(stderr, "ncsde %s: error: %s\n", sub.get_name().c_str(), e.what());
+    return exit_usage;
+  } catch (const std::bad_alloc&) {
+    // The commands refuse runs whose estimated memory exceeds what is available (limits.hpp);
+    // this is what is left when the estimate was short of the truth.
+    std::fprintf(stderr,
+                 "ncsde %s: failed: out of memory (std::bad_alloc); lower --paths, --networks "
+                 "or --n\n",
+                 sub.get_name().c_str());
+    return exit_failure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ncsde %s: failed: %s\n", sub.get_name().c_str(), e.what());
+    return exit_failure;
+  }
+}
+
+}  // namespace
+
+int finish_standard_output(std::string_view command, int rc) {
+  errno = 0;
+  std::cout.flush();
+  bool failed = !std::cout.good();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) failed = true;
+  if (!failed) return rc;
+  // errno names the reason when this flush failed; a write that failed earlier (the stream's
+  // error flag) has left no reason behind.
+  const int error = errno;
+  std::fprintf(stderr, "ncsde %.*s: cannot write the standard output: %s\n",
+               static_cast<int>(command.size()), command.data(),
+               error != 0 ? std::strerror(error) : "a write to it failed");
+  std::cout.clear();
+  std::clearerr(stdout);
+  return rc != exit_ok ? rc : exit_failure;
+}
 
 int run_program(int argc, char** argv) {
   program_arguments().assign(argv + std::min(argc, 1), argv + argc);
@@ -94,28 +145,19 @@ int run_program(int argc, char** argv) {
 
   for (auto& [sub, action] : actions) {
     if (!sub->parsed()) continue;
-    try {
-      // The commands that split their work over MPI ranks; the others refuse more than one rank.
-      const std::string& name = sub->get_name();
-      if (name != "simulate" && name != "sample-network" && name != "validate" &&
-          name != "blowup" && name != "convergence")
-        require_one_rank(name);
-      return action();
-    } catch (const ncsde::invalid_argument& e) {
-      std::fprintf(stderr, "ncsde %s: error: %s\n", sub->get_name().c_str(), e.what());
-      return exit_usage;
-    } catch (const std::bad_alloc&) {
-      // The commands refuse runs whose estimated memory exceeds what is available (limits.hpp);
-      // this is what is left when the estimate was short of the truth.
-      std::fprintf(stderr,
-                   "ncsde %s: failed: out of memory (std::bad_alloc); lower --paths, --networks "
-                   "or --n\n",
-                   sub->get_name().c_str());
-      return exit_failure;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ncsde %s: failed: %s\n", sub->get_name().c_str(), e.what());
-      return exit_failure;
+    // A path flag given an empty value names no file: refused, not taken for "no file".
+    for (const CLI::Option* o : sub->get_options()) {
+      const std::string name = o->get_name();
+      if (name != "--out" && name != "--partial" && name != "--plots") continue;
+      for (const std::string& r : o->results())
+        if (r.empty()) {
+          std::fprintf(stderr, "ncsde %s: error: %s must name a file or directory (got '')\n",
+                       sub->get_name().c_str(), name.c_str());
+          return exit_usage;
+        }
     }
+    current_run_identity() = identity_of(*sub, libraries);
+    return finish_standard_output(sub->get_name(), run_action(*sub, action));
   }
   return exit_usage;  // require_subcommand(1) makes this unreachable
 }

@@ -29,6 +29,7 @@ from ._core import (
     convergence,
     convergence_problems,
     ks_two_sample,
+    limits,
     sample_networks,
     simulate,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "convergence",
     "convergence_problems",
     "ks_two_sample",
+    "limits",
     "models",
     "plots",
     "rank_collapse",

@@ -9,6 +9,9 @@ from . import plots as plots
 from .models import CovarianceSde
 
 __version__: str
+# The program's run limits (max_paths, max_threads, max_steps_per_path, max_total_steps,
+# max_network_layers, max_network_work, max_curve_grid), which the functions apply too.
+limits: dict[str, float]
 
 StateSpace = Literal["euclidean", "symmetric", "psd_cone"]
 Scheme = Literal["em", "milstein", "milstein-commutative", "predictor-corrector"]

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from . import _core
+
 Z95 = 1.959963984540054  # the 97.5% quantile of the standard normal
 
 
@@ -31,8 +33,9 @@ def blowup_curve(result, grid: int = 50) -> dict[str, np.ndarray]:
     """P(τ ≤ t_i) at t_i = t0 + (T − t0)·i/grid, i = 1..grid, from an ncsde.Result: the arrays t,
     blown_up (paths with τ ≤ t_i), p, stderr (√(p(1 − p)/N)) and the 95% Wilson interval
     wilson_lower, wilson_upper. The numbers of `ncsde blowup --grid` for the same run."""
-    if not isinstance(grid, int) or grid < 1:
-        raise ValueError(f"blowup_curve: grid must be an integer >= 1 (got {grid!r})")
+    most = _core.limits["max_curve_grid"]  # the program's limit on --grid
+    if isinstance(grid, bool) or not isinstance(grid, int) or not 1 <= grid <= most:
+        raise ValueError(f"blowup_curve: grid must be an integer in [1, {most}] (got {grid!r})")
     times, n = result.explosion_times, result.paths
     t0, t_end = result.t0, result.T
     t = np.array([t_end if i == grid else t0 + (t_end - t0) * i / grid for i in range(1, grid + 1)])

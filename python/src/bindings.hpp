@@ -58,7 +58,11 @@ class gil_hold {
   PyGILState_STATE m_state;
 };
 
-/// `object` as a float64 array; TypeError naming `where` and `param` when it is not a number array.
+/// True when `object` is a complex number or holds complex values (numpy's iscomplexobj).
+bool holds_complex(const py::handle& object);
+
+/// `object` as a float64 array; TypeError naming `where` and `param` when it is not a number array,
+/// ValueError when it holds complex values (never cast to their real parts).
 double_array as_double_array(const py::handle& object, std::string_view where,
                              std::string_view param);
 

@@ -47,8 +47,9 @@ models::parameter_value convert(const models::model_entry& entry, const models::
                        py::isinstance(value, py::module_::import("numpy").attr("bool_"));
   switch (p.kind) {
     case models::parameter_kind::real:
-      if (is_bool || !(py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value) ||
-                       py::hasattr(value, "__float__")))
+      if (is_bool || holds_complex(value) ||
+          !(py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value) ||
+            py::hasattr(value, "__float__")))
         return refuse("a real number");
       return value.cast<double>();
     case models::parameter_kind::integer: {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "bindings.hpp"
+#include "limits.hpp"
 #include "ncsde/error.hpp"
 
 namespace ncsde::python {
@@ -29,8 +30,21 @@ void gil_hold::keep_thread_state() {
   }
 }
 
+bool holds_complex(const py::handle& object) {
+  if (PyComplex_Check(object.ptr())) return true;
+  if (py::isinstance<py::array>(object))
+    return py::reinterpret_borrow<py::array>(object).dtype().kind() == 'c';
+  if (PyFloat_Check(object.ptr()) || PyLong_Check(object.ptr())) return false;
+  return py::module_::import("numpy").attr("iscomplexobj")(object).cast<bool>();
+}
+
 double_array as_double_array(const py::handle& object, std::string_view where,
                              std::string_view param) {
+  if (holds_complex(object))
+    throw py::value_error(fmt::format(
+        "{}: {} must hold real numbers (got complex values, which would lose their imaginary "
+        "parts)",
+        where, param));
   double_array a = double_array::ensure(object);
   if (!a)
     throw py::type_error(fmt::format("{}: {} must be an array of real numbers (got {})", where,
@@ -96,6 +110,17 @@ PYBIND11_MODULE(_core, m) {
   m.attr("PdViolation").attr("__doc__") =
       "A step left the positive-semidefinite cone under policy='throw' (the message names the "
       "path, step, time and smallest eigenvalue).";
+
+  // The program's limits (validation/limits.hpp), which the module's functions apply too.
+  py::dict limits;
+  limits["max_paths"] = ncsde::cli::max_paths;
+  limits["max_threads"] = ncsde::cli::max_threads;
+  limits["max_steps_per_path"] = ncsde::cli::max_steps_per_path;
+  limits["max_total_steps"] = ncsde::cli::max_total_steps;
+  limits["max_network_layers"] = ncsde::cli::max_network_layers;
+  limits["max_network_work"] = ncsde::cli::max_network_work;
+  limits["max_curve_grid"] = ncsde::cli::max_curve_grid;
+  m.attr("limits") = limits;
 
   py::module_ models = m.def_submodule("models", "The model registry's covariance SDEs.");
   bind_models(models);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "limits.hpp"
 #include "model_handle.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/networks/sample.hpp"
@@ -76,6 +77,30 @@ void bind_networks(py::module_& m) {
           opt.stop_level = *stop_level;
         }
         opt.progress = progress_mode::off;
+        // The program's limits (validation/limits.hpp), named as this function's arguments,
+        // before anything is allocated: work, the literal sampler's weights, the records and the
+        // returned arrays.
+        if (networks < 1) throw_invalid_argument("sample_networks", "networks", networks, ">= 1");
+        if (threads) cli::check_threads(*threads, cli::python_names);
+        cli::model_flags flags;
+        flags.model = entry.name();
+        for (const auto& [name, value] : model.values.items()) {
+          const auto it = flags.values.find(name);
+          if (it != flags.values.end()) it->second = value;
+        }
+        cli::network_flags net_flags;
+        net_flags.n = n;
+        net_flags.d = d;
+        net_flags.n_k = n_k.value_or(0);
+        net_flags.networks = networks;
+        net_flags.threads = opt.threads;
+        const bool literal = chosen != "reduced";
+        cli::check_network_work(flags, literal, rows, n, net_flags.key_dimension(), networks, d, 1,
+                                cli::python_names);
+        const std::size_t recorded = depths ? depths->size() : 1;
+        const double returned = 8.0 * rows * rows * (static_cast<double>(recorded) + 1.0) + 96.0;
+        cli::check_network_memory(flags, net_flags, literal, rows, recorded, 1, returned,
+                                  cli::python_names);
         std::atomic<bool> cancel{false};
         const networks::network_ensemble e = run_interruptible<networks::network_ensemble>(
             [&] { return net.sample(v0, d, opt); }, cancel);
@@ -132,8 +157,9 @@ n×n weights) or the model's own (None: reduced when the model has it, else its 
 attention key dimension (None: n); attention "shaped" or "unshaped". The SDE's time of layer l is
 l/n. Returns a dict: V (networks, len(depths), m, m), stopped_V (networks, m, m) at τ∧d, status,
 stop_layer, t_stop (= stop_layer/n), depths, sampler, m, n, d, seed, networks, completed, stopped,
-blown_up, stopped_fraction, stopped_stderr, seconds. Runs without the GIL; Ctrl-C takes effect
-when the run ends.)doc");
+blown_up, stopped_fraction, stopped_stderr, seconds. Runs without the GIL; Ctrl-C raises
+KeyboardInterrupt within one layer of the networks being run. Arguments beyond the program's
+limits (networks, work, memory) raise ValueError naming the argument before anything runs.)doc");
 }
 
 }  // namespace ncsde::python

@@ -21,6 +21,10 @@ python_callbacks::~python_callbacks() {
 double_array checked_result(const py::object& result, coefficient which,
                             const std::vector<py::ssize_t>& expected) {
   const char* name = which == coefficient::drift ? "drift" : "noise_map";
+  if (holds_complex(result))
+    throw py::value_error(fmt::format(
+        "PythonSde: {} returned complex values; it must return real numbers of shape {}", name,
+        shape_text(expected)));
   double_array r = double_array::ensure(result);
   if (!r)
     throw py::type_error(fmt::format(

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "limits.hpp"
 #include "model_handle.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
@@ -301,6 +302,26 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
         eopt.keep_paths = keep_paths;
         eopt.progress = progress ? progress_mode::on : progress_mode::off;
 
+        // The program's limits (validation/limits.hpp), named as this function's arguments,
+        // before anything is allocated.
+        cli::check_paths(paths, cli::python_names);
+        if (threads) cli::check_threads(*threads, cli::python_names);
+        validate_options(iopt);
+        const step_grid grid(0.0, t_end, dt);
+        cli::check_sde_steps(t_end, dt, static_cast<double>(grid.steps), paths, "paths", 1,
+                             cli::python_names);
+        // Memory: the ensemble's per-path data (as `ncsde simulate`) and, with keep_paths, the
+        // arrays of Result (terminal and saved states, status, t_stop).
+        auto check_memory_of = [&](py::ssize_t rows, py::ssize_t cols, std::size_t functionals) {
+          const double entries = static_cast<double>(rows) * static_cast<double>(cols);
+          const double saves = static_cast<double>(iopt.save_times.size());
+          double per_path = cli::ensemble_bytes_per_path(entries, functionals, keep_paths,
+                                                         iopt.save_times.size());
+          if (keep_paths) per_path += 8.0 * entries * (1.0 + saves) + 4.0 * 9 + 8.0;
+          cli::check_memory("paths", std::to_string(paths), per_path * static_cast<double>(paths),
+                            fmt::format("{:.0f} bytes per path", per_path));
+        };
+
         std::function<bool(const matrix&, double)> stop;
         if (stop_level) {
           const double level = *stop_level;
@@ -320,6 +341,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           eopt.batched = batched.value_or(false);
           if (x0.rows() == x0.cols())
             eopt.functionals = models::summary_functionals(int(x0.rows()));
+          check_memory_of(x0.rows(), x0.cols(), eopt.functionals.size());
           // Checked after every step: Ctrl-C ends the run at the next step of every path.
           iopt.stop_condition = [&cancel, stop](const matrix& v, double t) {
             if (cancel.load(std::memory_order_relaxed)) throw run_cancelled();
@@ -336,6 +358,8 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           const bool square = !s.is_vector && s.as_matrix.rows() == s.as_matrix.cols();
           if (square && cb->space != state_space::euclidean)
             eopt.functionals = models::summary_functionals(int(s.as_matrix.rows()));
+          check_memory_of(s.is_vector ? s.as_vector.size() : s.as_matrix.rows(),
+                          s.is_vector ? 1 : s.as_matrix.cols(), eopt.functionals.size());
           if (stop && !square)
             throw py::value_error(
                 fmt::format("simulate: stop_level needs a square matrix state (got V0 of shape {})",

@@ -14,7 +14,14 @@ test_shards.py).
     sampler or seed, gaps, and a simulate shard among network shards are refused;
  5. the same for `ncsde validate` (samples [0, max(networks, paths))): merged shards give the
     one-process run's JSON, table and --plots data byte for byte (timing aside); gaps, overlaps,
-    another run's shards, --out and a shard with --plots are refused.
+    another run's shards, --out and a shard with --plots are refused;
+ 6. a partial file carries its run's identity (validation/partial_file.hpp): a shard whose run
+    differs from the others' in any one option that changes a number (the model, a model
+    parameter, V0 in its last bit, T, dt, paths, seed, scheme, step control, stop level, blow-up
+    threshold, pd policy, batching) is refused with the option named, while two spellings of one
+    V0 merge; an --out that names a shard is refused and leaves it as it was; a damaged byte
+    (checksum), a partial of the earlier format and a file that is not a regular file
+    (/dev/zero, which would never end) are refused.
 """
 
 
@@ -75,7 +82,8 @@ class ShardsCli(CliTestCase):
         self.expect_usage_error(["missing shards", "[0, 100)", str(b)], "merge", a, b)
         other_seed = [("8" if x == "7" and RUN[i - 1] == "--seed" else x) for i, x in enumerate(RUN)]
         (other,) = self.shards(d, [(100, 150)], run=other_seed, tag="seed8")
-        self.expect_usage_error(["from another run", "seed", str(other)], "merge", a, b, other)
+        self.expect_usage_error(["from another run", "--seed (7 vs 8)", str(other)], "merge", a, b,
+                                other)
         junk = d / "junk.bin"
         junk.write_text("not a partial\n")
         self.expect_usage_error(["is not a partial result", str(junk)], "merge", a, junk)
@@ -119,7 +127,8 @@ class ShardsCli(CliTestCase):
         self.expect_usage_error(["from another run", str(other)], "merge", a, other)
         seed = [("8" if x == "7" and NETS[i - 1] == "--seed" else x) for i, x in enumerate(NETS)]
         (other_seed,) = shards([(37, 90)], run=seed, tag="seed8")
-        self.expect_usage_error(["seed differs", str(other_seed)], "merge", a, other_seed)
+        self.expect_usage_error(["from another run", "--seed", str(other_seed)], "merge", a,
+                                other_seed)
         (sim,) = self.shards(d, [(0, 150)])
         self.expect_usage_error(["is a shard of 'simulate'", str(sim)], "merge", a, sim)
         self.expect_usage_error(["--paths-range", "0:91"], "sample-network", *NETS,
@@ -165,7 +174,7 @@ class ShardsCli(CliTestCase):
         self.expect_usage_error(["overlaps", str(overlap)], "merge", a, overlap, c)
         seed = [("4" if x == "3" and run[i - 1] == "--seed" else x) for i, x in enumerate(run)]
         (other,) = shards([(260, 300)], args=seed, tag="seed4")
-        self.expect_usage_error(["another validate run", str(other)], "merge", a, b, other)
+        self.expect_usage_error(["from another run", "--seed", str(other)], "merge", a, b, other)
         (sim,) = self.shards(d, [(0, 150)])
         self.expect_usage_error(["is a shard of 'simulate'"], "merge", a, sim)
         self.expect_usage_error(["--out", "validate"], "merge", a, b, c, "--out", d / "v.csv")
@@ -177,6 +186,53 @@ class ShardsCli(CliTestCase):
                                 "--paths-range", "0:10", "--partial", d / "v.bin", "--plots",
                                 d / "vp")
         self.assertFalse((d / "v.bin").exists(), "a refused shard wrote its --partial file")
+
+    # ---- 6. the run's identity, the checksum, files that are not partials ----
+    def test_identity_of_the_run(self):
+        d = self.scratch_dir()
+        v0 = "1,0.5;0.5,1"
+        base = ["--model", "transformer", "--V0", v0, "--paths", "150", "--T", "0.2", "--dt",
+                "0.01", "--threads", "1", "--stop-level", "3"]
+        (a,) = self.shards(d, [(0, 70)], run=base, tag="base")
+
+        def with_flag(flag, value):
+            run = list(base)
+            if flag in run:
+                run[run.index(flag) + 1] = value
+            else:
+                run += [flag] if value is None else [flag, value]
+            return run
+
+        # One option at a time, each changing a number of the run; the field that differs is
+        # named. --V0's second value differs from "1,0.5;0.5,1" in the last bit of 0.5.
+        altered = [("--model", "attention"), ("--V0", "1,0.5000000000000001;0.5000000000000001,1"),
+                   ("--T", "0.3"), ("--dt", "0.02"), ("--paths", "160"), ("--seed", "2"),
+                   ("--scheme", "milstein-commutative"), ("--stop-level", "4"),
+                   ("--blowup-threshold", "1e5"), ("--pd-policy", "count"), ("--tau0", "2"),
+                   ("--gamma2", "0.25"), ("--step-control", "increment"), ("--batched", None)]
+        for flag, value in altered:
+            with self.subTest(flag=flag):
+                (b,) = self.shards(d, [(70, 150)], run=with_flag(flag, value), tag=flag[2:])
+                self.expect_usage_error(["from another run", flag, str(b)], "merge", a, b)
+        # Two spellings of one V0 (and of one T) are one run.
+        (same,) = self.shards(d, [(70, 150)], run=with_flag("--V0", "1.0,5e-1;0.50,1.000"),
+                              tag="spelled")
+        self.run_ok("merge", a, same)
+        # --out onto a shard: refused, the shard as it was.
+        before = a.read_bytes()
+        self.expect_usage_error(["--out", "other than the shards"], "merge", a, same, "--out", a)
+        self.assertEqual(a.read_bytes(), before)
+        # A damaged byte in the middle: the checksum.
+        damaged = d / "damaged.bin"
+        middle = len(before) // 2
+        damaged.write_bytes(before[:middle] + bytes([before[middle] ^ 1]) + before[middle + 1:])
+        self.expect_usage_error(["is not a partial result", "checksum"], "merge", damaged, same)
+        # The earlier format, without identity and checksum, and files that are not partials.
+        old = d / "old.bin"
+        old.write_bytes(b"ncsde partial result\ncommand simulate\n" + b"\0" * 64)
+        self.expect_usage_error(["earlier version", str(old)], "merge", old, same)
+        self.expect_usage_error(["/dev/zero", "not a regular file"], "merge", "/dev/zero",
+                                timeout=30)
 
 
 if __name__ == "__main__":

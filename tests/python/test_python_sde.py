@@ -198,6 +198,9 @@ LONG_RUN = textwrap.dedent("""
     print("running", flush=True)
     if which == "networks":  # minutes of networks, 64 a block
         ncsde.sample_networks(sde, v0, 128, 512, networks=10**6, threads=1)
+    elif which == "deep_networks":  # a block of 16 networks of 10⁶ layers each: about a minute
+        ncsde.sample_networks(ncsde.models.covariance_sde("mlp"), np.eye(2), 64, 10**6,
+                              networks=100, threads=1)
     elif which == "validate":  # the program's command in this process: minutes of samples
         ncsde.validate("transformer", widths=(64, 128), networks=200000, paths=200000,
                        threads=1)
@@ -207,11 +210,12 @@ LONG_RUN = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("which", ["python", "model", "networks", "validate"])
+@pytest.mark.parametrize("which", ["python", "model", "networks", "deep_networks", "validate"])
 def test_ctrl_c_interrupts_a_long_run(which):
     """SIGINT to a process running a simulation of about 10⁷ steps per path, a sample of 10⁶
-    networks or a validation of minutes ends it with KeyboardInterrupt within 3 seconds (the
-    executor checks between blocks of 64 paths or networks; the engine between steps)."""
+    networks, networks of 10⁶ layers or a validation of minutes ends it with KeyboardInterrupt
+    within 3 seconds (the executor checks between blocks of 64 paths or networks; the engine
+    between steps; a network between layers)."""
     p = subprocess.Popen([sys.executable, "-c", LONG_RUN, which], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     try:

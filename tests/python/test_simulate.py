@@ -229,5 +229,55 @@ def test_blowup_curve_matches_the_cli(ncsde_program):
     for key in ("t", "blown_up", "p", "stderr", "wilson_lower", "wilson_upper"):
         assert c[key].tolist() == [point[key] for point in cli["curve"]], key
     assert c["p"][-1] == r.blown_up_fraction and np.all(np.diff(c["p"]) >= 0)
-    with pytest.raises(ValueError, match=r"grid must be an integer >= 1 \(got 0\)"):
+    with pytest.raises(ValueError, match=r"grid must be an integer in \[1, 100000\] \(got 0\)"):
         ncsde.blowup_curve(r, grid=0)
+
+
+@pytest.mark.parametrize("kwargs, texts", [
+    (dict(paths=10**9), ["paths 1000000000", "memory"]),
+    (dict(paths=2**62), ["paths must be in [1, 1000000000]"]),
+    (dict(paths=10**12), ["paths must be in [1, 1000000000]"]),
+    (dict(T=1e6, dt=1e-6), ["dt 1e-06 with T 1e+06", "steps per path"]),
+    (dict(paths=10**6, T=1e6, dt=1e-3), ["paths 1000000", "steps in all"]),
+    (dict(threads=10**6), ["threads must be in [0, 4096]"]),
+])
+def test_limits_are_the_programs(kwargs, texts):
+    """The program's limits (ncsde.limits, validation/limits.hpp) refuse a run up front with
+    ValueError naming the argument, the value and the limit, before anything is allocated (each
+    of these ran, or grew until MemoryError, before)."""
+    sde = ncsde.models.covariance_sde("transformer")
+    args = dict(T=1.0, dt=0.01)
+    args.update(kwargs)
+    t_end = args.pop("T")
+    started = time.monotonic()
+    with pytest.raises(ValueError) as e:
+        ncsde.simulate(sde, V0, t_end, **args)
+    for text in texts:
+        assert text in str(e.value), str(e.value)
+    assert time.monotonic() - started < 30.0
+    assert ncsde.limits["max_paths"] == 10**9 and ncsde.limits["max_threads"] == 4096
+
+
+def test_network_and_curve_limits():
+    model = ncsde.models.covariance_sde("mlp")
+    with pytest.raises(ValueError, match="networks 1000000000"):
+        ncsde.sample_networks(model, V0, 64, 64, networks=10**9)
+    with pytest.raises(ValueError, match="^n 1000000: the run needs about"):
+        ncsde.sample_networks(model, V0, 10**6, 4, networks=4, sampler="literal", threads=1)
+    r = ncsde.simulate(ncsde.models.covariance_sde("transformer"), V0, 0.1, dt=0.01, paths=10)
+    with pytest.raises(ValueError, match=r"grid must be an integer in \[1, 100000\]"):
+        ncsde.blowup_curve(r, grid=10**9)
+
+
+def test_complex_values_are_refused_not_truncated():
+    sde = ncsde.models.covariance_sde("transformer")
+    with pytest.raises(ValueError, match="V0 must hold real numbers"):
+        ncsde.simulate(sde, V0 + 1e-3j, 0.1, dt=0.01, paths=5)
+    with pytest.raises(ValueError, match="tau0 must be a real number"):
+        ncsde.models.covariance_sde("attention", tau0=np.complex128(1 + 1j))
+    with pytest.raises(ValueError, match="tau0 must be a real number"):
+        ncsde.models.covariance_sde("attention", tau0=1 + 0j)
+    complex_drift = ncsde.PythonSde(drift=lambda x, t: -x + 0j, noise_map=lambda x, xi, t: xi,
+                                    noise_dimension=1)
+    with pytest.raises(ValueError, match="drift returned complex values"):
+        ncsde.simulate(complex_drift, np.zeros(1), 0.1, dt=0.01, paths=2)

@@ -13,9 +13,14 @@ PACKAGE = Path(ncsde.__file__).parent
 
 
 def stub_definitions(path: Path) -> dict[str, ast.AST]:
+    """The stub's functions and classes, and its annotated module variables (ncsde.limits)."""
     tree = ast.parse(path.read_text())
-    return {node.name: node for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    out = {node.name: node for node in tree.body
+           if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    out.update({node.target.id: node for node in tree.body
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and not node.target.id.startswith("__")})
+    return out
 
 
 def parameter_names(node: ast.FunctionDef) -> list[str]:
@@ -54,6 +59,8 @@ def test_every_public_name_has_a_stub_and_back():
                 names = runtime_parameter_names(obj)
                 if names is not None:
                     assert parameter_names(node) == names, (name, parameter_names(node), names)
+            elif isinstance(node, ast.AnnAssign):
+                assert not callable(obj), name  # a variable of the module
             else:
                 stub_members = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
                 stub_members |= {n.target.id for n in node.body if isinstance(n, ast.AnnAssign)}

@@ -563,7 +563,7 @@ int run_validate(const validate_args& a) {
     validate_pieces piece{std::move(reference), std::move(floor), std::move(wrong_samples),
                           std::move(nets)};
     partial_out->stream() << partial_file_bytes(
-        "validate",
+        "validate", current_run_identity(),
         serialize_validate_shard(a.run_key, range, std::max(a.networks, a.paths), piece));
     if (!partial_out->commit()) return exit_failure;
     std::cout << fmt::format("ncsde validate: samples [{}, {}) of {} written to {}\n", range.first,

@@ -8,7 +8,9 @@
 /// significant digits (round-trip exact). The full tensor is expanded from the packed K×K
 /// covariance() by its symmetries Σ^{ab,cd} = Σ^{ba,cd} = Σ^{ab,dc}. table: the drift matrix and the
 /// packed Σ with its (a,b) labels (1-indexed). A V at which some coefficient is not finite (an
-/// overflow: Σ is quadratic in V) is refused with exit code 2, naming --V and the entry.
+/// overflow: Σ is quadratic in V) is refused with exit code 2, naming --V and the entry, or naming
+/// the model's parameters when the coefficients overflow at V = I as well (--tau0 1e-300). A V
+/// whose output would not fit in memory (m⁴ numbers) is refused before it is computed.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <string_view>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "models/model_flags.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/symmetric.hpp"
@@ -85,10 +88,12 @@ std::string coefficients_table(const std::string& model, const matrix& drift, co
   return out;
 }
 
-/// Throws ncsde::invalid_argument naming --V when b(V) or Σ(V) has a non-finite entry: a finite V
+/// Throws ncsde::invalid_argument naming `flag` when b(V) or Σ(V) has a non-finite entry: a finite V
 /// whose entries are large enough for the coefficients to overflow (Σ is quadratic in V, so
-/// |V| ≈ 1e154 already gives inf). The first such entry is named, 1-indexed.
-void require_finite_coefficients(std::string_view text, const matrix& drift, const matrix& sigma) {
+/// |V| ≈ 1e154 already gives inf), or parameters that overflow them at any V (--tau0 1e-300).
+/// The first such entry is named, 1-indexed.
+void require_finite_coefficients(std::string_view flag, std::string_view text, const matrix& drift,
+                                 const matrix& sigma) {
   const int m = static_cast<int>(drift.rows());
   std::string entry;
   for (int a = 0; a < m && entry.empty(); ++a)
@@ -103,8 +108,33 @@ void require_finite_coefficients(std::string_view text, const matrix& drift, con
             entry =
                 fmt::format("Sigma^{{{}{},{}{}}} = {}", a + 1, b + 1, c + 1, d + 1, sigma(i, j));
   if (!entry.empty())
-    throw_invalid("--V", fmt::format("the coefficients overflow (are not finite) at V = '{}': {}",
-                                     text, entry));
+    throw_invalid(flag, fmt::format("the coefficients overflow (are not finite) at V = '{}': {}",
+                                    text, entry));
+}
+
+/// The model parameters given on the command line, "--tau0 1e-300, --c-plus 2", or "".
+std::string given_parameters(const model_flags& flags) {
+  std::string out;
+  for (const auto& [name, option] : flags.options)
+    if (option != nullptr && option->count() > 0)
+      out += fmt::format("{}--{} {}", out.empty() ? "" : ", ", name, option->as<std::string>());
+  return out;
+}
+
+/// Whose fault an overflow is: the model's parameters when the coefficients also overflow at the
+/// identity of the same size (a V of unit scale), --V otherwise.
+std::string overflow_culprit(const models::model_instance& sde, const model_flags& flags, int m) {
+  const matrix eye = matrix::Identity(m, m);
+  matrix drift, sigma;
+  sde.drift(eye, drift, 0.0);
+  sde.covariance(eye, sigma, 0.0);
+  if (drift.allFinite() && sigma.allFinite()) return "--V";
+  const std::string given = given_parameters(flags);
+  return given.empty() ? std::string("the model's parameters")
+                       : fmt::format(
+                             "the model's parameters ({}; the coefficients overflow at V = "
+                             "I too)",
+                             given);
 }
 
 int run_coefficients_command(const coefficients_args& a) {
@@ -117,11 +147,27 @@ int run_coefficients_command(const coefficients_args& a) {
                  a.model.model.c_str());
     return exit_usage;
   }
+  // Memory (limits.hpp): the packed K×K covariance, the model's own m×m work, and the output
+  // text (about 26 bytes a number: the m⁴ entries of the JSON tensor, or the K² of the table).
+  const double m = static_cast<double>(v->rows());
+  const double K = m * (m + 1) / 2;
+  const double numbers = a.format == "json" ? m * m * m * m : K * K;
+  try {
+    check_memory(
+        "--V", fmt::format("(m = {})", v->rows()), 8.0 * K * K + 26.0 * numbers,
+        fmt::format("Sigma's {:.0f} packed entries and the {:.0f} numbers of the {} output", K * K,
+                    numbers, a.format));
+  } catch (const ncsde::invalid_argument& e) {
+    std::fprintf(stderr, "ncsde: error: %s\n", e.what());
+    return exit_usage;
+  }
   matrix drift, sigma;
   sde->drift(*v, drift, 0.0);
   sde->covariance(*v, sigma, 0.0);
   try {
-    require_finite_coefficients(a.v, drift, sigma);
+    if (!drift.allFinite() || !sigma.allFinite())
+      require_finite_coefficients(overflow_culprit(*sde, a.model, static_cast<int>(v->rows())), a.v,
+                                  drift, sigma);
   } catch (const ncsde::invalid_argument& e) {
     std::fprintf(stderr, "ncsde: error: %s\n", e.what());
     return exit_usage;

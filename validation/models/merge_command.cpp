@@ -4,9 +4,11 @@
 ///
 ///   ncsde merge FILE… [--format table|json] [--out FILE.csv] [--plots DIR]
 ///
-/// The files may be given in any order; they must be of one run (the same model, V0, T, dt, seed,
-/// scheme, number of paths, …) and together cover its paths [0, paths) once: a gap, an overlap or a
-/// shard of another run is refused with the files named (exit 2). The summary (--format) and the
+/// The files may be given in any order; they must be of one run (the same identity,
+/// partial_file.hpp: every option that changes a number, V0 bit for bit, the models libraries'
+/// bytes, the program's version) and together cover its paths [0, paths) once: a gap, an overlap
+/// or a shard of another run is refused with the files and the fields that differ named (exit 2),
+/// and so is an --out that names one of the shards. The summary (--format) and the
 /// CSV of the paths (--out) are those `ncsde simulate` prints and writes for the whole run, byte for
 /// byte, timing aside ("seconds" is the sum of the shards' times; "threads" is the first shard's).
 /// Shards of `ncsde sample-network` likewise give its summary and CSV for the whole run, and shards
@@ -15,15 +17,18 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "command.hpp"
 #include "fidelity/validate_shards.hpp"
+#include "limits.hpp"
 #include "models/shards.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
@@ -104,21 +109,65 @@ int merge_network_shards(const merge_args& a, const std::vector<partial_file>& f
   return write_network_outputs(whole, d, a.format, file ? &*file : nullptr);
 }
 
-int run_merge_command(const merge_args& a) {
+/// The bytes of memory a merge needs per byte of its partial files: the file's bytes, its
+/// payload, the pieces read from it and the merged run (measured: tests/cli/test_shards.py).
+constexpr double merge_bytes_per_file_byte = 4.0;
+
+/// Refuses an --out that names one of the shards: the merge would replace its own input.
+void refuse_out_onto_a_shard(const merge_args& a) {
+  if (a.out.empty()) return;
+  for (const std::string& f : a.files) {
+    std::error_code ec;
+    if (a.out == f || std::filesystem::equivalent(a.out, f, ec))
+      throw_invalid_argument("ncsde merge", "--out", a.out,
+                             "a file other than the shards being merged");
+  }
+}
+
+/// Reads the shards after checking that merge has the memory for them (limits.hpp).
+std::vector<partial_file> read_shards(const merge_args& a) {
+  double total = 0.0;
+  for (const std::string& f : a.files) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(f, ec))
+      total += static_cast<double>(std::filesystem::file_size(f, ec));
+  }
+  check_memory("files", fmt::format("({} shards)", a.files.size()),
+               merge_bytes_per_file_byte * total,
+               fmt::format("{:.0f} bytes of partial files", total));
+  const double max_bytes = available_memory().bytes / merge_bytes_per_file_byte;
   std::vector<partial_file> files;
   files.reserve(a.files.size());
-  for (const std::string& f : a.files) {
-    files.push_back(read_partial_file(f));
-    const std::string& command = files.back().command;
+  for (const std::string& f : a.files) files.push_back(read_partial_file(f, max_bytes));
+  return files;
+}
+
+/// Refuses shards of different runs, naming the fields in which their identities differ.
+void require_one_run(const merge_args& a, const std::vector<partial_file>& files) {
+  for (std::size_t i = 1; i < files.size(); ++i) {
+    if (files[i].command != files.front().command)
+      throw invalid_argument(fmt::format("{} is a shard of '{}' but {} is one of '{}'", a.files[i],
+                                         files[i].command, a.files.front(), files.front().command));
+    const std::string differ = identity_differences(files.front().identity, files[i].identity);
+    if (!differ.empty())
+      throw invalid_argument(
+          fmt::format("{} is a shard from another run than {}; the fields that differ: {}",
+                      a.files[i], a.files.front(), differ));
+  }
+}
+
+int run_merge_command(const merge_args& a) {
+  refuse_out_onto_a_shard(a);
+  const std::vector<partial_file> files = read_shards(a);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& command = files[i].command;
     if (command != "simulate" && command != "sample-network" && command != "validate")
       throw invalid_argument(
           fmt::format("{} is a partial result of '{}', which ncsde merge does not join (simulate, "
                       "sample-network, validate)",
-                      f, command));
-    if (command != files.front().command)
-      throw invalid_argument(fmt::format("{} is a shard of '{}' but {} is one of '{}'", f, command,
-                                         a.files.front(), files.front().command));
+                      a.files[i], command));
   }
+  require_one_run(a, files);
   if (!a.plots.empty() && files.front().command != "validate")
     throw_invalid_argument("ncsde merge", "--plots", a.plots,
                            "given only for shards of ncsde validate");

@@ -345,6 +345,12 @@ std::optional<matrix> read_initial_state(std::string_view text, std::string_view
     if (v.rows() < min_size)
       throw_invalid(flag, fmt::format("the matrix '{}' must have m >= {} rows (got {})", text,
                                       min_size, v.rows()));
+    // The numbers' range: beyond 1e100 the summaries' second moments (squares summed over the
+    // ensemble) overflow to inf; the SDE side's --blowup-threshold has the same ceiling.
+    if (v.size() > 0 && !(v.cwiseAbs().maxCoeff() <= max_state_entry))
+      throw_invalid(flag, fmt::format("the matrix '{}' has an entry of magnitude {:.3g}, above "
+                                      "the {:g} the summaries can square and sum",
+                                      text, v.cwiseAbs().maxCoeff(), max_state_entry));
     return v;
   } catch (const ncsde::invalid_argument& e) {
     std::fprintf(stderr, "ncsde: error: %s\n", e.what());

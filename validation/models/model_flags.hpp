@@ -154,8 +154,13 @@ std::optional<networks::network_ensemble> sample_any_network(const any_network& 
 /// dt → --dt, T → --T), else without the flag.
 void report_invalid_argument(const ncsde::invalid_argument& e);
 
+/// The largest magnitude of an entry of a network's initial state: beyond it the summaries' second
+/// moments overflow (the SDE side's --blowup-threshold has the same ceiling, 1e100).
+inline constexpr double max_state_entry = 1e100;
+
 /// As read_state (require_psd), with the flag and the matrix text in every message
-/// ("--V0: the matrix '1,2;0,1' is not symmetric …") and m ≥ min_size rows required.
+/// ("--V0: the matrix '1,2;0,1' is not symmetric …"), m ≥ min_size rows and every entry of
+/// magnitude at most max_state_entry required.
 std::optional<matrix> read_initial_state(std::string_view text, std::string_view flag,
                                          int min_size);
 

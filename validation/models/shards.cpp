@@ -2,10 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
-#include <iterator>
-#include <sstream>
 #include <string_view>
 
 #include "command.hpp"
@@ -14,13 +11,6 @@
 #include "ncsde/error.hpp"
 
 namespace ncsde::cli {
-
-namespace {
-
-constexpr std::string_view partial_magic = "ncsde partial result\n";
-constexpr std::string_view command_prefix = "command ";
-
-}  // namespace
 
 int write_simulate_outputs(const ensemble_result& r, const std::string& format, output_file* file) {
   if (file) {
@@ -63,15 +53,6 @@ path_range parse_paths_range(const std::string& text, long long paths) {
   return r;
 }
 
-std::string partial_file_bytes(const std::string& command, std::string_view payload) {
-  std::string out(partial_magic);
-  out += command_prefix;
-  out += command;
-  out += '\n';
-  out += payload;
-  return out;
-}
-
 namespace {
 
 [[noreturn]] void refuse_file(const std::filesystem::path& path, std::string_view why) {
@@ -80,24 +61,6 @@ namespace {
 }
 
 }  // namespace
-
-partial_file read_partial_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw invalid_argument(fmt::format("cannot read {}", path.string()));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string_view rest = bytes;
-  if (!rest.starts_with(partial_magic)) refuse_file(path, "no 'ncsde partial result' header");
-  rest.remove_prefix(partial_magic.size());
-  if (!rest.starts_with(command_prefix)) refuse_file(path, "no command line");
-  rest.remove_prefix(command_prefix.size());
-  const std::size_t end = rest.find('\n');
-  if (end == std::string_view::npos) refuse_file(path, "no command line");
-  partial_file out;
-  out.command = std::string(rest.substr(0, end));
-  rest.remove_prefix(end + 1);
-  out.payload = std::string(rest);
-  return out;
-}
 
 ensemble_partial simulate_piece(const partial_file& file, const std::filesystem::path& path) {
   try {

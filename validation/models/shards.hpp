@@ -8,9 +8,9 @@
 /// process (byte for byte, timing aside; ensemble.hpp: run_ensemble_range, merge_partials,
 /// finish_ensemble).
 ///
-/// A partial file is the line "ncsde partial result\n", the line "command <name>\n" (the command
-/// that wrote it, which says how its summaries are named), then serialize(ensemble_partial): a
-/// versioned binary format whose doubles are bit-exact.
+/// A partial file (partial_file.hpp) carries the command that wrote it, the identity of its run
+/// and the payload, for simulate serialize(ensemble_partial): a versioned binary format whose
+/// doubles are bit-exact.
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -18,6 +18,7 @@
 
 #include "ncsde/ensemble.hpp"
 #include "ncsde/models/summaries.hpp"
+#include "partial_file.hpp"
 #include "process.hpp"
 
 namespace ncsde::cli {
@@ -40,20 +41,6 @@ path_range check_shard_flags(std::string_view command, const std::string& paths_
 /// The range "A:B" of --paths-range (decimal integers, 0 ≤ A < B ≤ paths); throws
 /// ncsde::invalid_argument naming --paths-range and the text otherwise.
 path_range parse_paths_range(const std::string& text, long long paths);
-
-/// A partial file read back: the command that wrote it and its payload (for simulate the bytes of
-/// serialize(ensemble_partial), for sample-network networks/network_outputs.hpp's).
-struct partial_file {
-  std::string command;
-  std::string payload;
-};
-
-/// The contents of a partial file of `command` holding `payload`.
-std::string partial_file_bytes(const std::string& command, std::string_view payload);
-
-/// Reads a partial file; throws ncsde::invalid_argument naming the file when it cannot be read or
-/// has no header of this format.
-partial_file read_partial_file(const std::filesystem::path& path);
 
 /// The file's piece of a simulate run; throws ncsde::invalid_argument naming the file when the
 /// payload is not one.

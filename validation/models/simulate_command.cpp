@@ -97,20 +97,21 @@ int run_simulate_command(const simulate_args& a) {
     range = check_shard_flags("simulate", a.paths_range, a.partial, a.out, a.run.paths);
     apply_step_flags(a.steps, iopt);
     validate_options(iopt);
+    check_initial_size(*v0, a.blowup_threshold);
     const step_grid grid(0.0, a.t_end, iopt.dt);
     check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), range.last - range.first,
                     shard ? "--paths-range" : "--paths");
-    // Per path: the value of each of the K functionals and the status (run_ensemble), the
-    // summary's two sorted copies of one functional and a stop or explosion time; with --out the
-    // path's record (V at t_stop).
+    // Per path (limits.hpp): the functionals' values, the status, the summary's copies and, for
+    // --out or a shard, the path's record.
     const double K = packed_size(m);
-    double per_path = 8.0 * K + sizeof(path_status) + 24.0;
-    if (eopt.keep_paths) per_path += sizeof(path_record) + 8.0 * K + 16.0;
-    check_memory(
-        shard ? "--paths-range" : "--paths", shard ? a.paths_range : std::to_string(a.run.paths),
-        per_path * static_cast<double>(range.last - range.first),
-        fmt::format("{:.0f} bytes per path: {} functional value{}{}", per_path, K,
-                    K == 1 ? "" : "s", eopt.keep_paths ? " and, for --out, the path's V" : ""));
+    const double per_path = ensemble_bytes_per_path(K, eopt.functionals.size(), eopt.keep_paths,
+                                                    iopt.save_times.size());
+    check_memory(shard ? "--paths-range" : "--paths",
+                 shard ? a.paths_range : std::to_string(a.run.paths),
+                 per_path * static_cast<double>(range.last - range.first),
+                 fmt::format("{:.0f} bytes per path: {} functional value{}{}", per_path,
+                             eopt.functionals.size(), eopt.functionals.size() == 1 ? "" : "s",
+                             eopt.keep_paths ? " and, for --out, the path's V" : ""));
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return exit_usage;
@@ -124,7 +125,7 @@ int run_simulate_command(const simulate_args& a) {
     // The paths of the range only, as a piece of the run (ncsde merge joins the pieces).
     const ensemble_partial piece =
         sde->run_ensemble_range(a.run.scheme, *v0, a.t_end, iopt, eopt, range);
-    file->stream() << partial_file_bytes("simulate", serialize(piece));
+    file->stream() << partial_file_bytes("simulate", current_run_identity(), serialize(piece));
     if (!file->commit()) return exit_failure;
     std::cout << fmt::format("ncsde simulate: paths [{}, {}) of {} written to {}\n", range.first,
                              range.last, a.run.paths, a.partial);

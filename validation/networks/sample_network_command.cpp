@@ -249,7 +249,8 @@ int run_sample_network_command(const sample_network_args& a) {
   const networks::network_ensemble& e = *run;
 
   if (shard) {
-    file->stream() << partial_file_bytes("sample-network", network_partial_payload(d, e));
+    file->stream() << partial_file_bytes("sample-network", current_run_identity(),
+                                         network_partial_payload(d, e));
     if (!file->commit()) return exit_failure;
     std::cout << fmt::format("ncsde sample-network: networks [{}, {}) of {} written to {}\n",
                              range.first, range.last, a.net.networks, a.partial);

@@ -15,6 +15,7 @@
 /// sampler bug or an overflow could) stops the network with status blown_up instead of propagating
 /// NaN.
 #include <algorithm>
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <limits>
@@ -150,6 +151,9 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
   const int K = packed_size(out.m);
 
   auto run_one = [&](long long i) {
+    // The run's cancel_scope (the executor hands it to its workers): checked between layers, so a
+    // cancelled run ends within one layer of every network it is running, however deep.
+    const std::atomic<bool>* const cancel = cancel_scope::current();
     const random_stream stream(opt.seed, static_cast<std::uint64_t>(i));
     network_record& rec = out.records[static_cast<std::size_t>(i - range.first)];
     rec.packed.assign(out.depths.size(), vector(K));
@@ -179,6 +183,7 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
       while (next_depth < out.depths.size() && out.depths[next_depth] == l)
         pack_upper(v, rec.packed[next_depth++]);
       if (l == last) break;
+      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) throw cancelled{};
       net.step(s, static_cast<std::uint64_t>(l), stream);
       v = net.covariance(s);
     }
