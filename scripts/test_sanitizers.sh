@@ -21,8 +21,11 @@
 #                                sources, which core, spaces and convergence already exercise.
 #     Inside the test programs a sanitizer build skips the doctest suite `statistical` (the large
 #     Monte Carlo studies; tests/main.cpp says why; NCSDE_TEST_ALL=1 runs them too).
-#  2. The fuzz preset (Clang, libFuzzer, address + undefined) in build-fuzz/: builds the two fuzz
-#     targets of tests/fuzz and fuzzes each for NCSDE_FUZZ_SECONDS (default 60; both at once).
+#  2. The tsan preset (thread sanitizer) in build-tsan/: builds ncsde_tests_core, the executor,
+#     ensemble and batched tests (build preset tsan-core), and runs it (test preset tsan-core).
+#  3. The fuzz preset (Clang, libFuzzer, address + undefined) in build-fuzz/: builds the three fuzz
+#     targets of tests/fuzz (matrix and flag parsers, partial files) and fuzzes each for
+#     NCSDE_FUZZ_SECONDS (default 60; two at once).
 #
 # A sanitizer report, a failed test or a fuzzing finding fails the script. The time of each step
 # is printed at the end.
@@ -42,6 +45,14 @@ ctest --preset asan-unit
 asan_tests=$((SECONDS - start))
 
 start=$SECONDS
+cmake --preset tsan
+cmake --build --preset tsan-core
+tsan_build=$((SECONDS - start))
+start=$SECONDS
+ctest --preset tsan-core
+tsan_tests=$((SECONDS - start))
+
+start=$SECONDS
 cmake --preset fuzz -DNCSDE_FUZZ_SECONDS="${NCSDE_FUZZ_SECONDS:-60}"
 cmake --build --preset fuzz
 fuzz_build=$((SECONDS - start))
@@ -50,4 +61,5 @@ ctest --preset fuzz
 fuzz_run=$((SECONDS - start))
 
 echo "sanitizers: asan build ${asan_build} s, asan unit tests ${asan_tests} s," \
+     "tsan build ${tsan_build} s, tsan core tests ${tsan_tests} s," \
      "fuzz build ${fuzz_build} s, fuzzing ${fuzz_run} s"
