@@ -293,7 +293,9 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   reader in(bytes.substr(magic.size()));
   ensemble_partial p;
   ensemble_result& r = p.run;
-  r.m = static_cast<int>(in.i64());
+  const long long m = in.i64();
+  if (m < 1 || m > (1 << 15)) in.fail(fmt::format("m = {} out of range", m));
+  r.m = static_cast<int>(m);
   const long long space = in.i64();
   if (space < 0 || space > static_cast<long long>(state_space::psd_cone))
     in.fail("an unknown state space");
@@ -301,15 +303,20 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   r.layout.rows = in.i64();
   r.layout.cols = in.i64();
   r.layout.vector_state = in.boolean();
-  if (r.layout.rows < 1 || r.layout.cols < 1 || r.layout.rows > (1 << 20) ||
-      r.layout.cols > (1 << 20))
+  // At most 2^15 rows and columns: the state's coordinates (rows·cols, or m(m+1)/2) fit an int.
+  if (r.layout.rows < 1 || r.layout.cols < 1 || r.layout.rows > (1 << 15) ||
+      r.layout.cols > (1 << 15))
     in.fail("a state shape out of range");
+  if (r.layout.space != state_space::euclidean && r.layout.rows != r.layout.cols)
+    in.fail("a symmetric state that is not square");
   r.t0 = in.f64();
   r.t_end = in.f64();
   r.dt = in.f64();
   r.paths = in.i64();
   r.seed = in.u64();
-  r.threads = static_cast<int>(in.i64());
+  const long long threads = in.i64();
+  if (threads < 0 || threads > (1 << 20)) in.fail(fmt::format("threads = {}", threads));
+  r.threads = static_cast<int>(threads);
   r.scheme = in.string();
   r.save_times = in.doubles();
   const long long control = in.i64();
@@ -328,13 +335,11 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     in.fail("a range, block size or functional count out of range");
   // The run's own numbers, as run_ensemble accepts them: a partial that no run could have written
   // is refused here rather than printed back.
-  if (r.m < 1 || r.m > (1 << 20)) in.fail(fmt::format("m = {} out of range", r.m));
   if (!std::isfinite(r.t0) || !std::isfinite(r.t_end) || !(r.t_end >= r.t0))
     in.fail(fmt::format("a time interval [{}, {}] that is not finite and ordered", r.t0, r.t_end));
   if (!(r.dt > 0.0) || !std::isfinite(r.dt)) in.fail(fmt::format("dt = {} not > 0", r.dt));
   if (r.paths < 1 || p.range.last > r.paths)
     in.fail(fmt::format("paths = {} with a piece [{}, {})", r.paths, p.range.first, p.range.last));
-  if (r.threads < 0) in.fail(fmt::format("threads = {}", r.threads));
   if (!std::isfinite(r.seconds) || r.seconds < 0.0) in.fail("a run time that is not >= 0");
   if (r.control != step_control::fixed && !(r.tolerance > 0.0 && r.tolerance <= 1.0))
     in.fail(fmt::format("an adaptive tolerance {} outside (0, 1]", r.tolerance));

@@ -130,13 +130,13 @@ double ensemble_bytes_per_path(double K, std::size_t functionals, bool keep_path
   return per_path;
 }
 
-void check_initial_size(const matrix& v0, double blowup_threshold) {
+void check_initial_size(const matrix& v0, double blowup_threshold,
+                        std::string_view threshold_name) {
   const double size = v0.size() > 0 ? v0.cwiseAbs().maxCoeff() : 0.0;
   if (!(size <= blowup_threshold))
     throw invalid_argument(fmt::format(
-        "--V0: max |V0^ab| = {:.6g} exceeds --blowup-threshold {:.6g} (every path would start "
-        "blown up): lower --V0 or raise --blowup-threshold",
-        size, blowup_threshold));
+        "--V0: max |V0^ab| = {:.6g} exceeds {} {:.6g} (every path would start blown up)", size,
+        threshold_name, blowup_threshold));
 }
 
 void check_sde_steps(double t_end, double dt, double steps, long long paths,

@@ -104,8 +104,10 @@ void check_network_memory(const model_flags& model, const network_flags& net, bo
                           const parameter_names& names = program_names);
 
 /// Refuses an initial state beyond the blow-up threshold (a path that would be blown up before its
-/// first step), naming --V0 and --blowup-threshold; throws ncsde::invalid_argument.
-void check_initial_size(const matrix& v0, double blowup_threshold);
+/// first step), naming --V0 and the threshold (`threshold_name`: its flag, or what it is where no
+/// flag sets it); throws ncsde::invalid_argument.
+void check_initial_size(const matrix& v0, double blowup_threshold,
+                        std::string_view threshold_name = "--blowup-threshold");
 
 /// "1.5 GB", "512 MB", "12 kB": a byte count for a message.
 std::string format_bytes(double bytes);

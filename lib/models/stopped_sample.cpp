@@ -127,9 +127,10 @@ sde_sample deserialize_sde_sample(std::string_view bytes) {
   ncsde::detail::byte_reader in(bytes.substr(sample_magic.size()),
                                 "deserialize_sde_sample: not a complete SDE sample");
   sde_sample s;
-  s.m = static_cast<int>(in.i64());
+  const long long m = in.i64();  // at most 2^15: m(m+1)/2 fits an int
   s.first = in.i64();
-  if (s.m < 1 || s.m > (1 << 20) || s.first < 0) in.fail("a shape out of range");
+  if (m < 1 || m > (1 << 15) || s.first < 0) in.fail("a shape out of range");
+  s.m = static_cast<int>(m);
   const Eigen::Index K = packed_size(s.m);
   for (std::size_t i = 0, n = in.count(8); i < n; ++i)
     s.widths.push_back(static_cast<int>(in.i64()));

@@ -139,10 +139,14 @@ network_ensemble deserialize_network_ensemble(std::string_view bytes) {
   ncsde::detail::byte_reader in(bytes.substr(network_magic.size()),
                                 "deserialize_network_ensemble: not a complete network ensemble");
   network_ensemble e;
-  e.m = static_cast<int>(in.i64());
-  e.n = static_cast<int>(in.i64());
-  e.d = static_cast<int>(in.i64());
-  if (e.m < 1 || e.m > (1 << 20) || e.n < 1 || e.d < 1) in.fail("a shape out of range");
+  const long long m = in.i64(), n = in.i64(), d = in.i64();
+  // m at most 2^15 (m(m+1)/2 fits an int), n and d ints.
+  if (m < 1 || m > (1 << 15) || n < 1 || d < 1 || n > std::numeric_limits<int>::max() ||
+      d > std::numeric_limits<int>::max())
+    in.fail("a shape out of range");
+  e.m = static_cast<int>(m);
+  e.n = static_cast<int>(n);
+  e.d = static_cast<int>(d);
   e.seed = in.u64();
   e.threads = static_cast<int>(in.i64());
   e.stop_level = in.f64();

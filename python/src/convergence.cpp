@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "limits.hpp"
 #include "ncsde/convergence.hpp"
 #include "ncsde/error.hpp"
 
@@ -88,6 +89,9 @@ void bind_convergence(py::module_& m) {
               fmt::format("convergence: seed must be an integer in [0, 2^64) (got {})",
                           py::repr(seed).cast<std::string>()));
         }
+        // The program's limits (validation/limits.hpp), named as this function's arguments.
+        if (paths != 0) cli::check_paths(paths, cli::python_names);
+        if (threads) cli::check_threads(*threads, cli::python_names);
         convergence_options opt;
         opt.seed = seed_value;
         opt.paths = paths;

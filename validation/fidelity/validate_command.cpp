@@ -318,6 +318,8 @@ int run_validate(const validate_args& a) {
   const int m = static_cast<int>(v0.rows());
   if (m < 2)
     throw_invalid_argument("validate", "V0", "a 1x1 matrix", "at least 2x2 (ρ needs two tokens)");
+  check_initial_size(v0, models::sde_sample_options{}.blowup_threshold,
+                     "the SDE runs' blow-up threshold");
   if (a.widths.empty())
     throw_invalid_argument("validate", "n", "an empty list", "a list of widths");
   std::vector<int> widths = a.widths;
