@@ -383,7 +383,10 @@ TEST_CASE(
   // takes carries the areas of that same path (Chen's relation down the tree), and the rms
   // difference falls like the steps' local error; with area_depth = 0 each piece's areas are a
   // fresh draw given its increment, so the adaptive run solves the SDE on another path's areas
-  // and its difference from the reference stalls at order ½ (the area terms' √h-sized mismatch).
+  // and its difference from the reference stays several times larger. (Its order is not a clean
+  // ½ here: fresh pieces take the grid step's series terms, 1 for k = 2 and h = 0.25, as do the
+  // reference's leaves, so a fresh piece at depth 10 reads the very normals of its leaf; at the
+  // finest tolerance most pieces are leaves. Measured 0.85 with those terms, 0.5 before.)
   const auto sde = non_commuting_linear();
   matrix v0(2, 2);
   v0 << 1.0, 0.3, 0.3, 1.0;
@@ -435,7 +438,7 @@ TEST_CASE(
   MESSAGE("order in steps per path: consistent areas " << order(consistent) << ", fresh areas "
                                                        << order(fresh));
   CHECK(order(consistent) > 0.8);
-  CHECK(order(fresh) < 0.65);
+  CHECK(order(consistent) > order(fresh) + 0.15);
   CHECK(consistent.back() < 0.25 * fresh.back());
 }
 
