@@ -34,8 +34,9 @@ pd_policy parse_pd_policy(std::string_view text, std::string_view param) {
 }
 
 pd_policy resolve_pd_policy(std::string_view where, state_space space, pd_policy policy) {
+  // automatic is count: the one policy under which every scheme keeps its own law (integrate.hpp).
   if (space == state_space::psd_cone)
-    return policy == pd_policy::automatic ? pd_policy::project : policy;
+    return policy == pd_policy::automatic ? pd_policy::count : policy;
   if (policy == pd_policy::automatic || policy == pd_policy::count) return pd_policy::count;
   throw invalid_argument(fmt::format(
       "{}: pd policy '{}' acts on the positive-semidefinite cone, but the problem's state space is "

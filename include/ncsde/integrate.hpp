@@ -53,20 +53,25 @@ namespace ncsde {
 /// only on problems whose SDE declares state_space::psd_cone (state_space.hpp): on every other space
 /// there is no cone, nothing is checked or counted, and `throw`, `project` and `refine` are refused
 /// with ncsde::invalid_argument (they could do nothing there).
-///  - automatic (the default): `project` on the cone; nothing on other spaces;
+///  - automatic (the default): `count` on every space (the scheme as it is, exits counted);
 ///  - throw_error: raise ncsde::pd_violation naming path, step, time and smallest eigenvalue;
 ///  - count: keep the state as is, count it (the pure scheme; what convergence studies use);
 ///    accepted on every space (off the cone it is the unmodified scheme with nothing to count);
-///  - project: clip the eigenvalues to ≥ pd_floor (nearest PSD matrix in Frobenius norm), count it;
+///  - project: clip the eigenvalues to ≥ pd_floor (nearest PSD matrix in Frobenius norm), count it.
+///    It changes the law of schemes whose exits are deep (below);
 ///  - refine: redo the step as two half steps whose increments come from the Brownian bridge of the
 ///    original one (the path's noise is unchanged), recursively up to refine_depth levels; if the
 ///    deepest half step still leaves the cone, give up with ncsde::pd_violation. Needs a
 ///    BridgedNoiseSource.
-/// Why `project` on the cone by default: the exact solutions stay in the cone; an exit is a
-/// discretisation artefact of size O(dt²·|b|) in a near-null direction (docs/maths.md §8.2), which the
-/// nearest-point projection removes at that cost, never aborting an ensemble of thousands of paths
-/// for one rare event, and every projection is counted in the result. `refine` is the choice when
-/// the path's noise must be kept exactly, `count` when the unmodified scheme is the object of study.
+/// Why `count` by default: it is the only policy that leaves every scheme's law alone. An
+/// Euler–Maruyama exit is an O(dt²) artefact in one near-null direction (docs/maths.md §8.2), which
+/// a projection removes at that cost; but a Milstein exit near blow-up can be O(|V|) in two or
+/// three directions at once, and projecting it puts the path on a face of rank ≤ 1 (all tokens
+/// parallel, or V = 0) that the SDE never leaves and where it does not explode: under `project`
+/// Milstein reported P(τ ≤ 2) 2.4 times too small (docs/maths.md §8.5). Under `count` the noise
+/// map factors an exited state by its clipped eigen-factor (the nearest PSD matrix) and the next
+/// steps carry on; every exit is counted. `project` (the default before issue 31) stays available;
+/// `refine` is the choice when the path's noise must be kept exactly.
 enum class pd_policy { throw_error, count, project, refine, automatic };
 
 std::string_view to_string(pd_policy p);
@@ -74,8 +79,8 @@ std::string_view to_string(pd_policy p);
 /// `param`.
 pd_policy parse_pd_policy(std::string_view text, std::string_view param = "pd-policy");
 
-/// The policy a run applies on `space`: automatic is project on the cone and count (nothing to do)
-/// elsewhere; throw, project and refine off the cone throw ncsde::invalid_argument naming `where`.
+/// The policy a run applies on `space`: automatic is count (on the cone: exits counted; elsewhere
+/// nothing to do); throw, project and refine off the cone throw ncsde::invalid_argument naming `where`.
 pd_policy resolve_pd_policy(std::string_view where, state_space space, pd_policy policy);
 
 /// Per-run counters of cone events (sub-steps of refined steps included). Always zero off the cone.
@@ -617,10 +622,10 @@ class path_integrator {
     ++r.pd.violations;
     if (!(r.pd.min_eigenvalue <= pr.min_eigenvalue)) r.pd.min_eigenvalue = pr.min_eigenvalue;
     switch (m_opt.policy) {
+      case pd_policy::automatic:  // resolved to count
       case pd_policy::count:
         m_v = m_trial;
         return path_status::completed;
-      case pd_policy::automatic:  // resolved to project on the cone
       case pd_policy::project:
         m_checker.project(m_trial, m_opt.pd_floor);
         ++r.pd.projected;
