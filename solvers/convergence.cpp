@@ -351,6 +351,11 @@ adaptive_plan make_adaptive_plan(const std::string& name, double t0, double t_en
   if (opt.levels < 3 || opt.levels > 16)
     throw_invalid_argument(where, "levels", opt.levels, "in [3, 16]");
   for (int l = 0; l < opt.levels; ++l) plan.tolerances.push_back(std::ldexp(tol0, -l));
+  if (!(plan.tolerances.back() >= min_tolerance))
+    throw_invalid_argument(where, "tolerance", tol0,
+                           fmt::format("such that the finest tolerance tol0/2^(levels - 1) = {:g} "
+                                       "is >= {:g} (below it the controllers measure round-off)",
+                                       plan.tolerances.back(), min_tolerance));
   if (opt.max_depth < 1 || opt.max_depth > 50)
     throw_invalid_argument(where, "max depth", opt.max_depth, "in [1, 50]");
   plan.max_depth = opt.max_depth;

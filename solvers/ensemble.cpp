@@ -83,6 +83,9 @@ void block_result::add(const ensemble_path& p, bool keep_paths) {
       ++blown_up;
       explosion_times.push_back(p.t_stop);
       break;
+    case path_status::exhausted:
+      ++exhausted;
+      break;
   }
   statuses.push_back(p.status);
   for (std::size_t j = 0; j < values.size(); ++j) values[j].push_back(p.values[j]);
@@ -102,6 +105,7 @@ void merge_block(ensemble_result& into, block_result& block) {
   into.completed += block.completed;
   into.blown_up += block.blown_up;
   into.stopped += block.stopped;
+  into.exhausted += block.exhausted;
   into.paths_with_violations += block.with_violations;
 }
 
@@ -140,6 +144,8 @@ void validate_ensemble_options(const ensemble_options& opt) {
   if (opt.threads < 0)
     throw_invalid_argument("ensemble", "threads", opt.threads, ">= 0 (0: all cores)");
   if (opt.block_size < 1) throw_invalid_argument("ensemble", "block_size", opt.block_size, ">= 1");
+  if (opt.max_run_steps < 1)
+    throw_invalid_argument("ensemble", "max_run_steps", opt.max_run_steps, ">= 1");
   for (const double q : opt.quantile_levels)
     if (!(q >= 0 && q <= 1)) throw_invalid_argument("ensemble", "quantile level", q, "in [0, 1]");
   for (const auto& f : opt.functionals)

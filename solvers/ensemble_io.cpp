@@ -117,6 +117,8 @@ std::string summary_json(const ensemble_result& r, int indent) {
     st["unresolved"] = r.stepping.unresolved;
     st["deepest_halving"] = r.stepping.deepest;
     st["steps_per_path"] = r.paths ? double(r.steps) / double(r.paths) : 0.0;
+    // Paths that used up their work limit before T (only adaptive steps can).
+    st["exhausted"] = r.exhausted;
     j["step_control"] = st;
   }
   j["entries"] = layout.names();
@@ -169,6 +171,12 @@ std::string summary_table(const ensemble_result& r) {
         "deepest halving {}\n",
         to_string(r.control), r.tolerance, r.paths ? double(r.steps) / double(r.paths) : 0.0,
         r.stepping.refinements, r.stepping.unresolved, r.stepping.deepest);
+  if (r.exhausted > 0)
+    s += fmt::format(
+        "exhausted {}: paths that used up their work limit before T (neither completed nor blown "
+        "up; blown-up fraction between {:.4f} and {:.4f})\n",
+        r.exhausted, r.blown_up_fraction(),
+        r.paths ? double(r.blown_up + r.exhausted) / double(r.paths) : 0.0);
   if (layout.space == state_space::psd_cone)
     s += fmt::format(
         "cone: violations {}  projected {}  refined {}  boundary {}  paths with violations {}\n",

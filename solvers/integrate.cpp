@@ -34,8 +34,9 @@ pd_policy parse_pd_policy(std::string_view text, std::string_view param) {
 }
 
 pd_policy resolve_pd_policy(std::string_view where, state_space space, pd_policy policy) {
+  // automatic is count: the one policy under which every scheme keeps its own law (integrate.hpp).
   if (space == state_space::psd_cone)
-    return policy == pd_policy::automatic ? pd_policy::project : policy;
+    return policy == pd_policy::automatic ? pd_policy::count : policy;
   if (policy == pd_policy::automatic || policy == pd_policy::count) return pd_policy::count;
   throw invalid_argument(fmt::format(
       "{}: pd policy '{}' acts on the positive-semidefinite cone, but the problem's state space is "
@@ -52,6 +53,8 @@ std::string_view to_string(path_status s) {
       return "blown_up";
     case path_status::stopped:
       return "stopped";
+    case path_status::exhausted:
+      return "exhausted";
   }
   return "?";
 }
@@ -189,11 +192,17 @@ void validate_options(const integrate_options& o) {
         fmt::format("in [0, {}] or -1 (automatic)", stream_brownian::max_area_depth));
   if (!(o.blowup_threshold > 0) || !(o.blowup_threshold <= 1e100))
     throw_invalid_argument("integrate", "blowup_threshold", o.blowup_threshold, "in (0, 1e100]");
+  // Checked with fixed steps too: a value the run would ignore is a mistake, not a no-op.
+  if (!(o.tolerance >= min_tolerance) || !(o.tolerance <= 1))
+    throw_invalid_argument("integrate", "tolerance", o.tolerance,
+                           fmt::format("in [{:g}, 1] (below {:g} the step controllers would "
+                                       "measure round-off)",
+                                       min_tolerance, min_tolerance));
+  if (o.max_depth < 1 || o.max_depth > 50)
+    throw_invalid_argument("integrate", "max_depth", o.max_depth, "in [1, 50]");
+  if (o.max_path_steps < 1)
+    throw_invalid_argument("integrate", "max_path_steps", o.max_path_steps, ">= 1");
   if (o.control != step_control::fixed) {
-    if (!(o.tolerance > 0) || !(o.tolerance <= 1))
-      throw_invalid_argument("integrate", "tolerance", o.tolerance, "in (0, 1]");
-    if (o.max_depth < 1 || o.max_depth > 50)
-      throw_invalid_argument("integrate", "max_depth", o.max_depth, "in [1, 50]");
     // Bridge nodes are numbered as a heap in 64 bits: the controller's halvings and the refine
     // policy's below them must fit.
     if (o.policy == pd_policy::refine && o.max_depth + o.refine_depth > 62)

@@ -437,9 +437,9 @@ class lane_integrator {
       ++r.pd.violations;
       if (!(r.pd.min_eigenvalue <= pr.min_eigenvalue)) r.pd.min_eigenvalue = pr.min_eigenvalue;
       switch (m_opt.policy) {
+        case pd_policy::automatic:  // resolved to count
         case pd_policy::count:
           return path_status::completed;
-        case pd_policy::automatic:
         case pd_policy::project:
           m_checker.project(m_x, m_opt.pd_floor);
           ++r.pd.projected;

@@ -60,7 +60,12 @@ concept BridgedNoiseSource =
 /// Iterated integrals, and what a split does to them, depend on `area_depth` D:
 ///  - D = 0 (the default): each piece's iterated integrals are drawn given its own increment, with
 ///    the normals at (levy_area, i, node). A split piece's halves have the right law given their
-///    increments but are not the parent's: Chen's relation holds in law, not path by path.
+///    increments but are not the parent's: Chen's relation holds in law, not path by path. A
+///    piece of length h below the grid step dt takes the series terms of its grid step
+///    (levy_area_terms(k, dt)), not of its own length: its root-mean-square area error is then at
+///    most h·√dt (h^{3/2} with its own terms), and over the pieces of one grid step together at
+///    most dt·√h_max ≤ dt^{3/2}, the step's own bound, at a cost per piece that does not grow as
+///    pieces shrink (docs/maths.md §8.4).
 ///  - D ≥ 1 (Chen-consistent areas): every piece down to D halvings of a step carries the iterated
 ///    integrals of one and the same Brownian path. The 2^D leaves (depth D) draw theirs given their
 ///    increments (normals at (levy_area, i, leaf node), levy_area_leaf_terms series terms), and every
@@ -123,14 +128,18 @@ class stream_brownian {
     right.dw = parent.dw - left.dw;
     left.has_iterated = right.has_iterated = false;
     if (!with_iterated) return;
+    const double root_dt = std::ldexp(parent.dt, static_cast<int>(std::bit_width(node)) - 1);
     if (node < (std::uint64_t{1} << m_area_depth)) {
       // The halves lie at depth ≤ area_depth: the tree's, whose combination the parent carries.
-      const double root_dt = std::ldexp(parent.dt, static_cast<int>(std::bit_width(node)) - 1);
       tree_areas(step, root_dt, 2 * node, left);
       tree_areas(step, root_dt, 2 * node + 1, right);
     } else {
-      m_areas.generate(left, m_stream, step, 2 * node);
-      m_areas.generate(right, m_stream, step, 2 * node + 1);
+      // Fresh areas with the series terms of the grid step, not of the half: terms for the
+      // half's own h^{3/2} grow like h^{-1/2} (10^7 at 2^-40 of a step of 0.01, 2.9 GB of
+      // normals for k = 18) while the pieces of a step together need only the step's bound.
+      const int terms = levy_area_terms(m_k, root_dt, m_areas.method());
+      m_areas.generate(left, m_stream, step, 2 * node, terms);
+      m_areas.generate(right, m_stream, step, 2 * node + 1, terms);
     }
   }
 

@@ -868,6 +868,14 @@ std::vector<adaptive_convergence_series> run_adaptive_convergence(
     integrate_options count_policy, resolved;
     count_policy.policy = pd_policy::count;
     detail::validate_problem(where, cp.prob, count_policy, /*iterated=*/true, resolved);
+    // The work limits (integrate.hpp, step_control) at every tolerance, before any path runs.
+    resolved.control = plan.control;
+    resolved.max_depth = plan.max_depth;
+    const step_grid grid(cp.prob.t0, cp.prob.t_end, plan.grid_dt);
+    for (const double tol : plan.tolerances) {
+      resolved.tolerance = tol;
+      detail::check_work(where, cp.prob.sde, cp.prob.v0, grid, resolved, "max_path_steps");
+    }
   }
   std::vector<double> values(static_cast<std::size_t>(plan.paths) *
                              static_cast<std::size_t>(plan.values_per_path()));

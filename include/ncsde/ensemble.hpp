@@ -76,6 +76,10 @@ struct ensemble_options {
   /// the SDE's batched coefficients (bit-identical when they compute in the same order); like
   /// every run they do not depend on the thread count or the path range.
   bool batched = false;
+  /// The work limit of the whole run, ≥ 1 (work limits, integrate.hpp's step_control): every path
+  /// gets the same share, min(integrate_options::max_path_steps, max_run_steps / paths), fixed
+  /// before any path runs; a path that uses its share up ends as path_status::exhausted.
+  long long max_run_steps = default_max_run_steps;
 };
 
 struct path_record {
@@ -102,6 +106,10 @@ struct ensemble_result {
   state_layout layout;  ///< the states' shape, space and coordinates
   double t0 = 0.0, t_end = 0.0, dt = 0.0;
   long long paths = 0, completed = 0, blown_up = 0, stopped = 0;
+  /// Paths that used up their work limit before T (path_status::exhausted): neither completed nor
+  /// blown up, so blown_up/paths is then a lower bound of P(τ ≤ T) and (blown_up + exhausted)/paths
+  /// an upper one. Summarised nowhere else (their t_stop is where their work ran out).
+  long long exhausted = 0;
   std::uint64_t seed = 0;
   int threads = 1;
   std::string scheme;
@@ -157,7 +165,7 @@ struct block_result {
   std::vector<moments> saved;
   std::vector<double> explosion_times, stop_times;
   pd_counters pd;
-  long long completed = 0, blown_up = 0, stopped = 0, with_violations = 0;
+  long long completed = 0, blown_up = 0, stopped = 0, with_violations = 0, exhausted = 0;
   long long steps = 0;
   step_stats stepping;
   std::vector<path_status> statuses;        ///< per path, in path order
@@ -402,6 +410,10 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   integrate_options resolved;
   const State v0 = detail::validate_problem("run_ensemble", prob, iopt,
                                             Stepper::request.needs_iterated_integrals(), resolved);
+  // Every path's share of the run's work limit, the same for every path, range and rank.
+  const long long share = opt.max_run_steps / opt.paths;
+  const bool run_limited = share < resolved.max_path_steps;
+  if (run_limited) resolved.max_path_steps = std::max(share, 1LL);
   if constexpr (!BridgedNoiseSource<Source>) {
     if (resolved.policy == pd_policy::refine)
       throw_invalid("run_ensemble", "pd policy 'refine' needs a noise source with a bridge split");
@@ -414,6 +426,15 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   const state_layout layout = make_state_layout("run_ensemble", "V0", state_space_of<S>, v0);
   detail::validate_functionals(opt, layout);
   const step_grid grid(prob.t0, prob.t_end, iopt.dt, iopt.save_times);
+  if (share < 1)
+    throw_invalid("run_ensemble",
+                  detail::format_message("the work limit max_run_steps = {} is less than one step "
+                                         "for each of the {} paths",
+                                         opt.max_run_steps, opt.paths));
+  detail::check_work("run_ensemble", prob.sde, v0, grid, resolved,
+                     run_limited ? detail::format_message("max_run_steps / paths = {} / {}",
+                                                          opt.max_run_steps, opt.paths)
+                                 : std::string("max_path_steps"));
 
   ensemble_partial out;
   ensemble_result& run = out.run;

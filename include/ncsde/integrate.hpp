@@ -53,20 +53,25 @@ namespace ncsde {
 /// only on problems whose SDE declares state_space::psd_cone (state_space.hpp): on every other space
 /// there is no cone, nothing is checked or counted, and `throw`, `project` and `refine` are refused
 /// with ncsde::invalid_argument (they could do nothing there).
-///  - automatic (the default): `project` on the cone; nothing on other spaces;
+///  - automatic (the default): `count` on every space (the scheme as it is, exits counted);
 ///  - throw_error: raise ncsde::pd_violation naming path, step, time and smallest eigenvalue;
 ///  - count: keep the state as is, count it (the pure scheme; what convergence studies use);
 ///    accepted on every space (off the cone it is the unmodified scheme with nothing to count);
-///  - project: clip the eigenvalues to ≥ pd_floor (nearest PSD matrix in Frobenius norm), count it;
+///  - project: clip the eigenvalues to ≥ pd_floor (nearest PSD matrix in Frobenius norm), count it.
+///    It changes the law of schemes whose exits are deep (below);
 ///  - refine: redo the step as two half steps whose increments come from the Brownian bridge of the
 ///    original one (the path's noise is unchanged), recursively up to refine_depth levels; if the
 ///    deepest half step still leaves the cone, give up with ncsde::pd_violation. Needs a
 ///    BridgedNoiseSource.
-/// Why `project` on the cone by default: the exact solutions stay in the cone; an exit is a
-/// discretisation artefact of size O(dt²·|b|) in a near-null direction (docs/maths.md §8.2), which the
-/// nearest-point projection removes at that cost, never aborting an ensemble of thousands of paths
-/// for one rare event, and every projection is counted in the result. `refine` is the choice when
-/// the path's noise must be kept exactly, `count` when the unmodified scheme is the object of study.
+/// Why `count` by default: it is the only policy that leaves every scheme's law alone. An
+/// Euler–Maruyama exit is an O(dt²) artefact in one near-null direction (docs/maths.md §8.2), which
+/// a projection removes at that cost; but a Milstein exit near blow-up can be O(|V|) in two or
+/// three directions at once, and projecting it puts the path on a face of rank ≤ 1 (all tokens
+/// parallel, or V = 0) that the SDE never leaves and where it does not explode: under `project`
+/// Milstein reported P(τ ≤ 2) 2.4 times too small (docs/maths.md §8.5). Under `count` the noise
+/// map factors an exited state by its clipped eigen-factor (the nearest PSD matrix) and the next
+/// steps carry on; every exit is counted. `project` (the default before issue 31) stays available;
+/// `refine` is the choice when the path's noise must be kept exactly.
 enum class pd_policy { throw_error, count, project, refine, automatic };
 
 std::string_view to_string(pd_policy p);
@@ -74,8 +79,8 @@ std::string_view to_string(pd_policy p);
 /// `param`.
 pd_policy parse_pd_policy(std::string_view text, std::string_view param = "pd-policy");
 
-/// The policy a run applies on `space`: automatic is project on the cone and count (nothing to do)
-/// elsewhere; throw, project and refine off the cone throw ncsde::invalid_argument naming `where`.
+/// The policy a run applies on `space`: automatic is count (on the cone: exits counted; elsewhere
+/// nothing to do); throw, project and refine off the cone throw ncsde::invalid_argument naming `where`.
 pd_policy resolve_pd_policy(std::string_view where, state_space space, pd_policy policy);
 
 /// Per-run counters of cone events (sub-steps of refined steps included). Always zero off the cone.
@@ -90,7 +95,11 @@ struct pd_counters {
   pd_counters& operator+=(const pd_counters& o);
 };
 
-enum class path_status { completed, blown_up, stopped };
+/// How a path ended: it reached T (completed), exploded (blown_up: a non-finite state or max|X|
+/// above blowup_threshold), met the stop condition (stopped), or used up its work limit
+/// (exhausted: max_path_steps steps taken before T, see integrate_options; its state and t_stop
+/// are where it was then, and it is neither completed nor blown up: an unknown fate, counted).
+enum class path_status { completed, blown_up, stopped, exhausted };
 std::string_view to_string(path_status s);
 
 /// How the engine chooses its steps inside each grid step (dt is then the largest step). The
@@ -117,7 +126,27 @@ std::string_view to_string(path_status s);
 ///    one coarsening for e < ¼); the drift bound applies too.
 /// A piece is never finer than max_depth halvings (dt·2^-max_depth) or below the time resolution of
 /// doubles at t; a step that the bounds would have wanted finer is counted as unresolved.
+///
+/// Work limits (docs/step_control.md). A path takes at most integrate_options::max_path_steps steps:
+/// grid steps with fixed steps, accepted pieces with adaptive ones (a doubling piece counts as its
+/// two halves). Fixed steps need (T − t0)/dt of them, known before the run: more is refused up
+/// front. Adaptive steps are counted as they are taken: a path that reaches the limit before T ends
+/// there with path_status::exhausted. Before any path runs, a tolerance below min_tolerance is
+/// refused (below it the controllers measure round-off), and so is one for which the drift bound
+/// at V0 alone, h·max|b(t0, V0)| ≤ tolerance·(1 + max|V0|), would need more than max_path_steps
+/// pieces of that size over [t0, T] (the step it sets at V0, clamped to [dt·2^-max_depth, dt]).
+/// An ensemble divides its own limit (ensemble_options::max_run_steps) equally among its paths
+/// up front, so the limits never depend on threads, ranks or the order in which paths finish.
 enum class step_control { fixed, increment, doubling };
+
+/// The smallest tolerance of the adaptive controllers: their bounds compare a step's change or
+/// error with tolerance·(1 + max|X|), and a step's own round-off is some ε·(1 + max|X|) per
+/// operation; at 1e-12 (about 4500 ε) a bound would still be met by round-off alone, never below.
+inline constexpr double min_tolerance = 1e-12;
+/// The default work limits: steps per path (integrate_options::max_path_steps) and per ensemble
+/// (ensemble_options::max_run_steps). At 10^6–10^7 steps per second and core, days of CPU time.
+inline constexpr long long default_max_path_steps = 1'000'000'000;
+inline constexpr long long default_max_run_steps = 1'000'000'000'000;
 
 std::string_view to_string(step_control c);
 /// Parses "fixed", "increment", "doubling"; throws ncsde::invalid_argument naming `param`.
@@ -180,15 +209,22 @@ struct integrate_options {
   /// as with the adaptive controllers; docs/maths.md §8.4).
   int area_depth = -1;
   step_control control = step_control::fixed;  ///< adaptive steps inside each grid step (see above)
-  double tolerance = 0.05;  ///< of the increment and doubling controllers, (0, 1]
-  int max_depth = 40;       ///< maximal halvings of a grid step by the controller, 1..50
+  /// Of the increment and doubling controllers, [min_tolerance, 1]; checked with fixed steps too.
+  double tolerance = 0.05;
+  /// Maximal halvings of a grid step by the controller, 1..50; checked with fixed steps too.
+  int max_depth = 40;
+  /// The most steps this path may take, ≥ 1 (work limits, see step_control): fixed-step grids
+  /// longer than this are refused, adaptive paths that reach it end as path_status::exhausted.
+  long long max_path_steps = default_max_path_steps;
 };
 
 /// One path's outcome; State is the problem's state type.
 template <class State = matrix>
 struct basic_path_result {
   path_status status = path_status::completed;
-  double t_stop = 0.0;  ///< T when completed; the time of the step that blew up or stopped
+  /// T when completed; the time of the step that blew up or stopped; when exhausted, the end of
+  /// the last step the path could take
+  double t_stop = 0.0;
   long long steps = 0;  ///< steps taken (grid steps; accepted pieces with adaptive steps)
   State v;              ///< state at t_stop
   pd_counters pd;
@@ -328,6 +364,7 @@ class path_integrator {
         const path_status st = adaptive(r, t, grid.time(i + 1), static_cast<std::uint64_t>(i), i);
         r.t_stop = grid.time(i + 1);
         if (st != path_status::completed) {
+          // Stopped or exhausted: m_stop_time is the end of the last piece taken.
           r.t_stop = st == path_status::blown_up ? m_blowup_time : m_stop_time;
           finish(st);
           return r;
@@ -431,6 +468,11 @@ class path_integrator {
           ++r.stepping.refinements;
         }
         const bool limited = std::ldexp(span, -d) > bound;
+        // The work limit: the piece (two halves under doubling) must fit in what is left.
+        if (m_opt.max_path_steps - r.steps < (doubling ? 2 : 1)) {
+          m_stop_time = ta;
+          return path_status::exhausted;
+        }
         const double tb = piece_time(t0, t1, d, j + 1);
         const noise_increment& inc = piece(step, d, j);
         const std::uint64_t node = (std::uint64_t{1} << d) + j;
@@ -580,10 +622,10 @@ class path_integrator {
     ++r.pd.violations;
     if (!(r.pd.min_eigenvalue <= pr.min_eigenvalue)) r.pd.min_eigenvalue = pr.min_eigenvalue;
     switch (m_opt.policy) {
+      case pd_policy::automatic:  // resolved to count
       case pd_policy::count:
         m_v = m_trial;
         return path_status::completed;
-      case pd_policy::automatic:  // resolved to project on the cone
       case pd_policy::project:
         m_checker.project(m_trial, m_opt.pd_floor);
         ++r.pd.projected;
@@ -753,6 +795,45 @@ State validate_problem(std::string_view where, const problem<S, State>& p,
   return v0;
 }
 
+/// The work limits checked before a run (see step_control): with fixed steps the grid's steps,
+/// with adaptive ones the pieces the drift bound asks for at v0 (the step it sets there, clamped to
+/// [dt·2^-max_depth, dt], over [t0, T]), against opt.max_path_steps; `limit_name` names the limit in
+/// the message (max_path_steps, or the ensemble's share of max_run_steps). Throws
+/// ncsde::invalid_argument naming `where`, the tolerance or dt, and the limit.
+template <class S, class State>
+void check_work(std::string_view where, const S& sde, const State& v0, const step_grid& grid,
+                const integrate_options& opt, std::string_view limit_name) {
+  const double limit = static_cast<double>(opt.max_path_steps);
+  if (opt.control == step_control::fixed) {
+    if (static_cast<double>(grid.steps) > limit)
+      throw_invalid(where,
+                    detail::format_message(
+                        "dt = {:g} over [{:g}, {:g}] is {} steps per path, more than the "
+                        "work limit {} = {}",
+                        grid.dt, grid.t0, grid.t_end, grid.steps, limit_name, opt.max_path_steps));
+    return;
+  }
+  if (grid.steps == 0) return;
+  State drift = v0;
+  sde.drift(v0, drift, grid.t0);
+  const double b = drift.cwiseAbs().maxCoeff();
+  const double finest = std::ldexp(grid.dt, -opt.max_depth);
+  double h = opt.tolerance * (1.0 + v0.cwiseAbs().maxCoeff()) / b;
+  // NaN: a non-finite drift, which the first step reports.
+  if (!(h >= finest)) h = std::isnan(h) ? grid.dt : finest;
+  h = std::min(h, grid.dt);
+  const double pieces = (grid.t_end - grid.t0) / h;
+  if (pieces > limit)
+    throw_invalid(where, detail::format_message(
+                             "tolerance = {:g} is unattainable within the work limit {} = {}: at "
+                             "V0 the drift bound h·max|b| <= tolerance·(1 + max|V|) asks for steps "
+                             "of {:.3g} (max|b(V0)| = {:.3g}, at most {} halvings of dt = {:g}), "
+                             "about {:.3g} steps per path over [{:g}, {:g}]; raise the tolerance "
+                             "or the limit",
+                             opt.tolerance, limit_name, opt.max_path_steps, h, b, opt.max_depth,
+                             grid.dt, pieces, grid.t0, grid.t_end));
+}
+
 /// Runs one path of prob from noise `source` (a NoiseSource of the SDE's dimension) on the state
 /// type visit_state_type picks, with `stepper` itself where it steps that type.
 template <class Stepper, class S, class State, class Source, class Observer>
@@ -795,6 +876,7 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
   const State v0 = detail::validate_problem("integrate", prob, opt,
                                             Stepper::request.needs_iterated_integrals(), resolved);
   const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
+  detail::check_work("integrate", prob.sde, v0, grid, resolved, "max_path_steps");
   const int k = prob.sde.noise_dimension(static_cast<int>(v0.rows()));
   stream_brownian source(random_stream(seed, path_index), k, opt.levy_area, resolved.area_depth);
   return detail::integrate_path(stepper, prob, v0, grid, resolved, source,
@@ -826,6 +908,7 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
                                                         to_string(resolved.control)));
   }
   const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
+  detail::check_work("integrate", prob.sde, v0, grid, resolved, "max_path_steps");
   detail::validate_source_dimension("integrate", source.dimension(),
                                     prob.sde.noise_dimension(static_cast<int>(v0.rows())),
                                     path_index);

@@ -7,7 +7,10 @@
     quantiles, with the same bits for 1 and 2 threads;
  2. the table format and --plots (when matplotlib is there);
  3. `ncsde simulate --step-control increment` reports the controller; fixed steps do not;
- 4. bad step-control values fail with exit code 2 and a message naming the flag.
+ 4. bad step-control values fail with exit code 2 and a message naming the flag;
+ 5. work limits: --tolerance and --max-depth are checked with fixed steps too, and a tolerance
+    no run could meet (1e-300, and 1e-11 where the drift bound at V0 alone asks for more than
+    10^9 steps per path) is refused before any path runs, in blowup, simulate and convergence.
 """
 
 import math
@@ -71,6 +74,21 @@ class BlowupCli(CliTestCase):
         self.expect_usage_error(["--max-depth"], *SMALL, "--max-depth", "51")
         self.expect_usage_error(["--step-control"], *SMALL, "--step-control", "adaptive")
         self.expect_usage_error(["--grid"], *SMALL, "--grid", "0")
+
+    def test_work_limits(self):
+        # A refusal, not a timing: each of these ran until killed before (issue 31, item 3).
+        fixed = ("simulate", "--model", "transformer", "--V0", "1,0.5;0.5,1", "--T", "0.1",
+                 "--paths", "4", "--threads", "1")
+        self.expect_usage_error(["--tolerance", "(got -5)"], *fixed, "--tolerance", "-5")
+        self.expect_usage_error(["--max-depth", "(got 1000000)"], *fixed, "--max-depth",
+                                "1000000")
+        self.expect_usage_error(["--tolerance", "(got 1e-300)"], *SMALL[:-1], "1e-300")
+        self.expect_usage_error(["--tolerance", "(got 1e-300)"], *fixed, "--step-control",
+                                "doubling", "--tolerance", "1e-300")
+        self.expect_usage_error(["tolerance = 1e-11 is unattainable", "max_path_steps"],
+                                *SMALL[:-1], "1e-11")
+        self.expect_usage_error(["--tolerance", "(got 1e-300)"], "convergence", "--problem",
+                                "gbm", "--step-control", "doubling", "--tolerance", "1e-300")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
  2. bad command lines fail with exit code 2 and a message naming the flag and the value;
  3. a --plots directory that cannot be created fails before the (minutes-long) run;
  4. --step-control increment|doubling runs the adaptive study: its JSON keys, and its usage errors
-    (a problem without pathwise solution, a tolerance outside (0, 1]).
+    (a problem without pathwise solution, a tolerance outside [1e-12, 1]).
 """
 
 import unittest
@@ -122,7 +122,8 @@ class ConvergenceCli(CliTestCase):
         cases = [
             ("--problem wishart has no pathwise exact solution",
              ["--problem", "wishart", "--step-control", "increment"]),
-            ("--tolerance must be in (0, 1] (got 1.5)",
+            ("--tolerance must be in [1e-12, 1] (below 1e-12 the step controllers would "
+             "measure round-off) (got 1.5)",
              ["--problem", "gbm", "--step-control", "increment", "--tolerance", "1.5"]),
             ("--plots belongs to the fixed-step study",
              ["--problem", "gbm", "--step-control", "doubling", "--plots", "somewhere"]),

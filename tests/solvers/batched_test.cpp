@@ -134,6 +134,8 @@ problem<cubic_lanes> cubic_problem() {
 integrate_options cubic_options() {
   integrate_options io;
   io.dt = 0.02;
+  // Projections are among the events these runs order (the default, automatic, counts exits).
+  io.policy = ncsde::pd_policy::project;
   io.blowup_threshold = 1e3;
   io.save_times = {0.5, 1.0};
   return io;

@@ -363,3 +363,33 @@ TEST_CASE("brownian_grid: bad arguments are rejected with the parameter and valu
                        doctest::Contains("iterated integrals requested but not sampled"),
                        ncsde::invalid_argument);
 }
+
+TEST_CASE("stream_brownian: a piece's fresh Lévy areas take the series terms of its grid step") {
+  // k = 18 (m = 3 attention), grid step 0.01, pieces down to depth 40. Terms for a piece's own
+  // length would be levy_area_terms(18, 0.01·2^-40) = 10^7 (the cap): 2.9 GB of normals per
+  // piece, which made adaptive Milstein take 2,033 s and 3.7 GB (issue 31). Every piece takes
+  // the grid step's terms (9), so each half is the draw given its increment with those terms.
+  const int k = 18;
+  const double h = 0.01;
+  const random_stream s(5, 2);
+  stream_brownian source(s, k);
+  const int terms = ncsde::levy_area_terms(k, h, levy_area_method::wiktorsson);
+  CHECK(terms == 9);
+  noise_increment piece, left, right;
+  source.increment(7, h, true, piece);
+  std::uint64_t node = 1;
+  for (int depth = 1; depth <= 40; ++depth) {
+    source.split(piece, 7, node, true, left, right);
+    for (const bool is_right : {false, true}) {
+      noise_increment expected;
+      expected.dt = left.dt;
+      expected.dw = is_right ? right.dw : left.dw;
+      ncsde::iterated_integrals(levy_area_method::wiktorsson)
+          .generate(expected, s, 7, 2 * node + (is_right ? 1 : 0), terms);
+      CHECK((is_right ? right : left).iterated == expected.iterated);
+    }
+    piece = left;
+    node *= 2;
+  }
+  CHECK(piece.dt == std::ldexp(h, -40));
+}

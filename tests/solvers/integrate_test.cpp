@@ -397,6 +397,16 @@ TEST_CASE("pd_policy count, project and refine on a deterministic cone exit") {
     CHECK(x_close(r.v(0, 0), std::ldexp(1.0, -10), 15.0, 10));  // (−1/2)^10
     CHECK(std::abs(r.v(1, 1) - y_exact) <= y_tol);
   }
+  SUBCASE("the default (automatic) is count: the scheme's own path, never pinned to the boundary") {
+    // Under project the path is put on the boundary x = 0 at the first exit and stays there (the
+    // next subcase): the pinning that made Milstein's blow-up probability 2.4 times too small
+    // (issue 31, docs/maths.md §8.5). The default must leave the scheme's path as it is.
+    const path_result r = ncsde::integrate(em, prob, opt, seed, path);
+    CHECK(r.pd.violations == 5);
+    CHECK(r.pd.projected == 0);
+    CHECK(r.pd.boundary == 0);
+    CHECK(x_close(r.v(0, 0), std::ldexp(1.0, -10), 15.0, 10));
+  }
   SUBCASE("project (floor 0): the first exit is clipped to x = 0, then x stays on the boundary") {
     opt.policy = pd_policy::project;
     const path_result r = ncsde::integrate(em, prob, opt, seed, path);

@@ -125,6 +125,9 @@ std::string json_report(const blowup_args& a, const ensemble_result& r,
   j["threads"] = r.threads;
   j["blowup_threshold"] = a.blowup_threshold;
   j["blown_up"] = r.blown_up;
+  // Paths that used up their work limit (docs/step_control.md): P(τ ≤ T) lies between p_blowup
+  // and (blown_up + exhausted)/paths.
+  j["exhausted"] = r.exhausted;
   j["p_blowup"] = r.blown_up_fraction();
   j["p_blowup_stderr"] = r.blown_up_stderr();
   json q = json::object();
@@ -173,6 +176,11 @@ void table_report(const blowup_args& a, const ensemble_result& r,
   os << fmt::format(", {} paths, seed {}, threshold {:g}\n", r.paths, r.seed, a.blowup_threshold);
   os << fmt::format("P(tau <= T) = {:.5f} ± {:.5f}  ({} of {} paths)\n", r.blown_up_fraction(),
                     r.blown_up_stderr(), r.blown_up, r.paths);
+  if (r.exhausted > 0)
+    os << fmt::format(
+        "exhausted: {} paths used up their work limit before T; P(tau <= T) lies between {:.5f} "
+        "and {:.5f}\n",
+        r.exhausted, r.blown_up_fraction(), double(r.blown_up + r.exhausted) / double(r.paths));
   os << "explosion time given tau <= T:";
   for (const double level : quantile_levels)
     os << fmt::format("  q{:g} = {:.6g}", level, quantile_sorted(r.explosion_times, level));
@@ -244,6 +252,11 @@ int run_blowup_command(const blowup_args& a) {
       run_over_ranks(*sde, a.run.scheme, *v0, a.t_end, iopt, eopt);
   if (!run) return exit_ok;  // the other ranks write nothing
   const ensemble_result& r = *run;
+  if (r.exhausted > 0)
+    std::cerr << fmt::format(
+        "ncsde blowup: warning: {} of {} paths used up their work limit before T (neither "
+        "completed nor blown up; see docs/step_control.md)\n",
+        r.exhausted, r.paths);
   const std::vector<curve_point> curve = blowup_curve(r, a.grid);
   if (a.format == "json")
     std::cout << json_report(a, r, curve) << '\n';

@@ -1,5 +1,7 @@
 #include "models/step_flags.hpp"
 
+#include <fmt/format.h>
+
 #include <vector>
 
 #include "command.hpp"
@@ -43,7 +45,7 @@ void add_step_flags(CLI::App& sub, step_flags& flags, const std::string& default
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   sub.add_option("--tolerance", flags.tolerance,
-                 "Tolerance of the adaptive step controllers, in (0, 1]")
+                 "Tolerance of the adaptive step controllers, in [1e-12, 1] (checked always)")
       ->capture_default_str();
   sub.add_option("--max-depth", flags.max_depth,
                  "Largest number of halvings of a grid step by an adaptive controller, 1..50")
@@ -52,9 +54,12 @@ void add_step_flags(CLI::App& sub, step_flags& flags, const std::string& default
 
 void apply_step_flags(const step_flags& flags, integrate_options& opt) {
   opt.control = parse_step_control(flags.control, "--step-control");
-  if (opt.control == step_control::fixed) return;
-  if (!(flags.tolerance > 0) || !(flags.tolerance <= 1))
-    throw_invalid_argument("ncsde", "--tolerance", flags.tolerance, "in (0, 1]");
+  // Checked with fixed steps too: a value the run would ignore is a mistake, not a no-op.
+  if (!(flags.tolerance >= min_tolerance) || !(flags.tolerance <= 1))
+    throw_invalid_argument("ncsde", "--tolerance", flags.tolerance,
+                           fmt::format("in [{:g}, 1] (below {:g} the step controllers would "
+                                       "measure round-off)",
+                                       min_tolerance, min_tolerance));
   if (flags.max_depth < 1 || flags.max_depth > 50)
     throw_invalid_argument("ncsde", "--max-depth", flags.max_depth, "in [1, 50]");
   opt.tolerance = flags.tolerance;

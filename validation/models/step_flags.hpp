@@ -7,10 +7,12 @@
 /// and the step control,
 ///
 ///   --step-control fixed|increment|doubling   how steps are chosen inside each grid step of --dt
-///   --tolerance TOL                           the adaptive controllers' tolerance, (0, 1]
+///   --tolerance TOL                           the adaptive controllers' tolerance, [1e-12, 1]
 ///   --max-depth D                             their largest number of halvings of a grid step
 ///
-/// (ncsde::step_control, integrate.hpp: with an adaptive controller --dt is the largest step).
+/// (ncsde::step_control, integrate.hpp: with an adaptive controller --dt is the largest step). The
+/// tolerance and depth are checked with fixed steps too, and adaptive runs keep the library's work
+/// limits (docs/step_control.md).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -43,7 +45,7 @@ struct step_flags {
 void add_step_flags(CLI::App& sub, step_flags& flags, const std::string& default_control = "fixed");
 
 /// Sets control, tolerance and max_depth of `opt` from the flags (ncsde::invalid_argument naming the
-/// flag for a bad value).
+/// flag and the value for a bad one, whatever the control).
 void apply_step_flags(const step_flags& flags, integrate_options& opt);
 
 }  // namespace ncsde::cli
