@@ -36,30 +36,23 @@ cd "$repo_root"
 bash scripts/install-deps.sh --sanitizers
 CLANG_FORMAT=clang-format-16 bash scripts/format.sh --check
 
-start=$SECONDS
-cmake --preset asan
-cmake --build --preset asan-unit
-asan_build=$((SECONDS - start))
-start=$SECONDS
-ctest --preset asan-unit
-asan_tests=$((SECONDS - start))
+# One step: configure preset $1 (with the cache options after $2), build the build preset $2, run
+# the test preset $2; appends "<name> build N s, <name> tests N s" to `times`.
+times=""
+step() {
+  local configure=$1 preset=$2 start
+  shift 2
+  start=$SECONDS
+  cmake --preset "$configure" "$@"
+  cmake --build --preset "$preset"
+  times+="${times:+, }$preset build $((SECONDS - start)) s"
+  start=$SECONDS
+  ctest --preset "$preset"
+  times+=", $preset tests $((SECONDS - start)) s"
+}
 
-start=$SECONDS
-cmake --preset tsan
-cmake --build --preset tsan-core
-tsan_build=$((SECONDS - start))
-start=$SECONDS
-ctest --preset tsan-core
-tsan_tests=$((SECONDS - start))
+step asan asan-unit
+step tsan tsan-core
+step fuzz fuzz -DNCSDE_FUZZ_SECONDS="${NCSDE_FUZZ_SECONDS:-60}"
 
-start=$SECONDS
-cmake --preset fuzz -DNCSDE_FUZZ_SECONDS="${NCSDE_FUZZ_SECONDS:-60}"
-cmake --build --preset fuzz
-fuzz_build=$((SECONDS - start))
-start=$SECONDS
-ctest --preset fuzz
-fuzz_run=$((SECONDS - start))
-
-echo "sanitizers: asan build ${asan_build} s, asan unit tests ${asan_tests} s," \
-     "tsan build ${tsan_build} s, tsan core tests ${tsan_tests} s," \
-     "fuzz build ${fuzz_build} s, fuzzing ${fuzz_run} s"
+echo "sanitizers: $times"

@@ -111,6 +111,9 @@ class byte_reader {
   }
   matrix mat() {
     const std::size_t r = count(0), c = count(0);
+    // Each side a valid Eigen::Index (an empty matrix too), the entries within the bytes left.
+    if (r > (std::size_t{1} << 31) || c > (std::size_t{1} << 31))
+      fail("a matrix shape out of range");
     if (r > 0 && c > (m_in.size() - m_at) / 8 / r) fail("a matrix larger than the data");
     matrix a(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c));
     for (Eigen::Index i = 0; i < a.rows(); ++i)

@@ -146,7 +146,7 @@ ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& 
 
 namespace {
 
-constexpr std::string_view magic = "ncsde ensemble partial v2\n";
+constexpr std::string_view magic = "ncsde ensemble partial v3\n";
 
 class writer : public detail::byte_writer<writer> {
  public:
@@ -200,6 +200,7 @@ class writer : public detail::byte_writer<writer> {
     put(b.completed);
     put(b.blown_up);
     put(b.stopped);
+    put(b.exhausted);
     put(b.with_violations);
     put(b.steps);
     put(b.stepping);
@@ -214,7 +215,7 @@ class reader : public detail::byte_reader {
   explicit reader(std::string_view in)
       : byte_reader(in, "deserialize_ensemble_partial: not a complete ensemble partial") {}
 
-  path_status status() { return enumeration(path_status::stopped, "path status"); }
+  path_status status() { return enumeration(path_status::exhausted, "path status"); }
   moments mom(int K) {
     const long long n = i64();
     vector mean = vec();
@@ -396,6 +397,7 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     b.completed = in.i64();
     b.blown_up = in.i64();
     b.stopped = in.i64();
+    b.exhausted = in.i64();
     b.with_violations = in.i64();
     b.steps = in.i64();
     b.stepping = in.stepping();
@@ -407,8 +409,9 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     const std::size_t nr = in.count(8);
     for (std::size_t j = 0; j < nr; ++j) b.records.push_back(in.record());
     const long long n = b.range.size();
-    if (static_cast<long long>(b.statuses.size()) != n ||
-        b.completed + b.blown_up + b.stopped != n ||
+    if (static_cast<long long>(b.statuses.size()) != n || b.completed < 0 || b.blown_up < 0 ||
+        b.stopped < 0 || b.exhausted < 0 ||
+        b.completed + b.blown_up + b.stopped + b.exhausted != n ||
         (p.keep_paths && static_cast<long long>(b.records.size()) != n))
       in.fail("a block whose counts do not match its range");
     for (const auto& v : b.values)

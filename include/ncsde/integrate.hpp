@@ -70,7 +70,7 @@ namespace ncsde {
 /// parallel, or V = 0) that the SDE never leaves and where it does not explode: under `project`
 /// Milstein reported P(τ ≤ 2) 2.4 times too small (docs/maths.md §8.5). Under `count` the noise
 /// map factors an exited state by its clipped eigen-factor (the nearest PSD matrix) and the next
-/// steps carry on; every exit is counted. `project` (the default before issue 31) stays available;
+/// steps carry on; every exit is counted. `project` (the earlier default, CHANGELOG) stays available;
 /// `refine` is the choice when the path's noise must be kept exactly.
 enum class pd_policy { throw_error, count, project, refine, automatic };
 

@@ -139,7 +139,7 @@ sde_sample deserialize_sde_sample(std::string_view bytes) {
     const std::size_t n = in.count(8);
     b.status.reserve(n);
     for (std::size_t i = 0; i < n; ++i)
-      b.status.push_back(in.enumeration(path_status::stopped, "path status"));
+      b.status.push_back(in.enumeration(path_status::exhausted, "path status"));
     b.packed = in.vecs();
     if (b.packed.size() != n || (check && n != paths_expected)) in.fail("a sample of another size");
     for (const vector& v : b.packed)

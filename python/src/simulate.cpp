@@ -87,7 +87,8 @@ void fill_paths(result_handle& h) {
   double* tp = terminal.mutable_data();
   double* sp = saved.mutable_data();
   std::fill_n(sp, n * saves * e, std::numeric_limits<double>::quiet_NaN());
-  const py::str names[] = {py::str("completed"), py::str("blown_up"), py::str("stopped")};
+  const py::str names[] = {py::str("completed"), py::str("blown_up"), py::str("stopped"),
+                           py::str("exhausted")};
   py::list status(n);
   for (py::ssize_t p = 0; p < n; ++p) {
     const path_record& rec = r.records[static_cast<std::size_t>(p)];
@@ -170,6 +171,9 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
       .def_property_readonly("completed", [](const result_handle& h) { return h.r.completed; })
       .def_property_readonly("blown_up", [](const result_handle& h) { return h.r.blown_up; })
       .def_property_readonly("stopped", [](const result_handle& h) { return h.r.stopped; })
+      .def_property_readonly(
+          "exhausted", [](const result_handle& h) { return h.r.exhausted; },
+          "Paths that used up their work limit before T (adaptive steps; docs/step_control.md).")
       .def_property_readonly("blown_up_fraction",
                              [](const result_handle& h) { return h.r.blown_up_fraction(); })
       .def_property_readonly(
@@ -258,10 +262,10 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           "The summary as the table `ncsde simulate` prints.")
       .def("__repr__", [](const result_handle& h) {
         return fmt::format(
-            "<ncsde.Result scheme={} paths={} completed={} blown_up={} stopped={} "
+            "<ncsde.Result scheme={} paths={} completed={} blown_up={} stopped={} exhausted={} "
             "state_shape={} T={} dt={} seed={}>",
-            h.r.scheme, h.r.paths, h.r.completed, h.r.blown_up, h.r.stopped, shape_text(h.shape),
-            h.r.t_end, h.r.dt, h.r.seed);
+            h.r.scheme, h.r.paths, h.r.completed, h.r.blown_up, h.r.stopped, h.r.exhausted,
+            shape_text(h.shape), h.r.t_end, h.r.dt, h.r.seed);
       });
 
   m.def(
@@ -418,7 +422,8 @@ sde: an ncsde.models.CovarianceSde or an ncsde.PythonSde. V0: the initial state 
 an adaptive step_control). threads: worker threads (None: all cores for models, 1 for a PythonSde,
 whose callables serialise on the GIL). save_times: grid times at which to keep every path's state
 (Result.saved). stop_level: stop a path at the first step with max_a V^{aa} > stop_level.
-policy: the cone policy ("automatic" = "project" on the cone, "count", "project", "refine",
+policy: the cone policy ("automatic" = "count": exits are counted and the scheme's law is kept;
+"count", "project", "refine",
 "throw"). blowup_threshold: max |V^{ab}| above which a path has blown up. step_control: "fixed",
 "increment" or "doubling" (with tolerance, max_depth). batched: step lane groups (8 paths, 64 for a PythonSde) where the
 run allows it (None: False for models, the PythonSde's own flag). keep_paths: fill the per-path

@@ -9,9 +9,10 @@
     temporary can be created keeps its contents when the run fails (exit 1) and gets the new
     contents when it succeeds; SIGTERM, SIGINT and SIGHUP remove the temporary a run created and
     leave the earlier file as it was.
- 3. Memory estimates that hold: the estimate that simulate (with --out), merge and coefficients
-    print with NCSDE_REPORT_MEMORY=1 is never below the peak memory the run measures (ru_maxrss of
-    the child, less the program's own baseline measured on a tiny run).
+ 3. Memory estimates that hold: the estimate that simulate (with --out), merge, blowup and
+    coefficients print with NCSDE_REPORT_MEMORY=1 is never below the peak memory the run measures
+    (ru_maxrss of the child, less the program's own baseline measured on a tiny run); blowup
+    --paths 1e9, convergence --paths 1e8 and a 200×200 coefficients --V are refused up front.
  4. Errors name the right flag: a V0 beyond --blowup-threshold names both flags; coefficients that
     overflow at every V (--tau0 1e-300, --c-plus 1e308) name the parameter, not --V; a network V0
     beyond 1e100 (whose summaries would overflow to inf) is refused naming --V0.
@@ -188,11 +189,27 @@ class OutputsCli(CliTestCase):
         est, rss = measure(["merge", d / "a.bin", d / "b.bin", "--out", d / "m.csv"])
         self.assertGreaterEqual(est, rss - base_rss, f"merge: estimate {est:.0f}, measured "
                                 f"{rss - base_rss} above the baseline")
+        # blowup, m = 2.
+        est, rss = measure(["blowup", "--V0", V2, "--paths", "600000", "--T", "0.01", "--dt",
+                            "0.01", "--threads", "1", "--step-control", "fixed"])
+        self.assertGreaterEqual(est, rss - base_rss, f"blowup: estimate {est:.0f}, measured "
+                                f"{rss - base_rss} above the baseline")
         # coefficients at m = 24 (JSON: m⁴ numbers).
         v = ";".join(",".join("2" if i == j else "0" for j in range(24)) for i in range(24))
         est, rss = measure(["coefficients", "--model", "attention", "--V", v])
         self.assertGreaterEqual(est, rss - base_rss, f"coefficients m = 24: estimate {est:.0f}, "
                                 f"measured {rss - base_rss} above the baseline")
+
+    def test_oversized_runs_are_refused_up_front(self):
+        # Each ran out of memory (bad_alloc) or grew for minutes before; now refused with the
+        # estimate, before anything is allocated.
+        self.expect_usage_error(["--paths 1000000000", "of memory"], "blowup", "--V0", V2,
+                                "--paths", "1e9", "--T", "0.01", "--dt", "0.01", timeout=60)
+        self.expect_usage_error(["--paths 100000000", "of memory"], "convergence", "--paths",
+                                "1e8", timeout=60)
+        v = ";".join(",".join("2" if i == j else "0" for j in range(200)) for i in range(200))
+        self.expect_usage_error(["--V (m = 200)", "of memory"], "coefficients", "--model", "mlp",
+                                "--V", v, timeout=60)
 
     # ---- 4. the right flag ----
     def test_errors_name_the_right_flag(self):

@@ -307,6 +307,10 @@ def test_leaving_the_cone_under_policy_throw_is_a_pd_violation():
     with pytest.raises(ncsde.PdViolation, match=r"path 0 left the positive-semidefinite cone at "
                                                 r"step 0, t = 0.2 \(smallest eigenvalue -1\)"):
         ncsde.simulate(sde, np.eye(2), 1.0, dt=0.2, paths=8, policy="throw")
-    # The default policy on the cone projects, and counts it.
+    # The default policy counts the exits and leaves the steps as they are (I, −I, I, …).
     r = ncsde.simulate(sde, np.eye(2), 1.0, dt=0.2, paths=8)
+    assert r.pd["projected"] == 0 and r.pd["violations"] > 0
+    assert np.all(r.terminal == -np.eye(2))
+    # project, by name, projects and counts it.
+    r = ncsde.simulate(sde, np.eye(2), 1.0, dt=0.2, paths=8, policy="project")
     assert r.pd["projected"] == r.pd["violations"] > 0 and np.all(r.terminal == 0.0)

@@ -229,10 +229,18 @@ int run_blowup_command(const blowup_args& a) {
   try {
     apply_step_flags(a.steps, iopt);
     validate_options(iopt);
-    if (a.grid < 1 || a.grid > 100000)
-      throw_invalid_argument("ncsde blowup", "--grid", a.grid, "in [1, 100000]");
+    if (a.grid < 1 || a.grid > max_curve_grid)
+      throw_invalid_argument("ncsde blowup", "--grid", a.grid,
+                             fmt::format("in [1, {}]", max_curve_grid));
+    check_initial_size(*v0, a.blowup_threshold);
     const step_grid grid(0.0, a.t_end, iopt.dt);
     check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.run.paths, "--paths");
+    // Per path (limits.hpp): the status and the explosion or stop time; no functionals.
+    const double per_path =
+        ensemble_bytes_per_path(packed_size(static_cast<int>(v0->rows())), 0, false, 0);
+    check_memory("--paths", std::to_string(a.run.paths),
+                 per_path * static_cast<double>(a.run.paths),
+                 fmt::format("{:.0f} bytes per path", per_path));
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return exit_usage;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # STATISTICAL VALIDATION (not a unit test; minutes of CPU): under the defaults, Euler–Maruyama
-# and Milstein estimate the same blow-up probability (issue 31, item 10; docs/maths.md §8.5).
+# and Milstein estimate the same blow-up probability (docs/maths.md §8.5).
 #
 #   validation/blowup/scheme_agreement.sh NCSDE [PATHS] [THREADS]
 #

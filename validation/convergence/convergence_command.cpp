@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "models/step_flags.hpp"
 #include "mpi_world.hpp"
 #include "ncsde/convergence.hpp"
@@ -151,6 +152,18 @@ int run_convergence_command(const convergence_args& a) {
   if (a.list_schemes) {
     print_schemes();
     return exit_ok;
+  }
+  if (a.paths > 0) {
+    // Memory (limits.hpp), for --paths (each problem's default fits): per path and scheme, a
+    // strong and a weak value per level (the adaptive study: five values per tolerance, and the
+    // fixed ladder's two per level), its cone exits, and the series' copies when they are fitted
+    // (twice the values). Without --levels, the largest a problem may use (16).
+    const double schemes = a.scheme == "all" ? static_cast<double>(scheme_names().size()) : 1.0;
+    const double levels = a.levels_given ? a.levels : 16.0;
+    const double per_path = schemes * (2.0 * 8.0 * 7.0 * levels + 8.0) + 16.0;
+    check_memory("--paths", std::to_string(a.paths), per_path * static_cast<double>(a.paths),
+                 fmt::format("{:.0f} bytes per path: {:g} scheme{}, {:g} levels", per_path, schemes,
+                             schemes == 1.0 ? "" : "s", levels));
   }
   if (a.steps.control != "fixed") return run_adaptive_command(a, studies);
 

@@ -3,7 +3,7 @@
 ///
 ///   ncsde simulate --V0 "..." [--model M] [model flags] [--T 1] [--dt 1e-3] [--paths 1000]
 ///                  [--seed 1] [--threads 0] [--scheme em|NAME] [--batched]
-///                  [--pd-policy throw|count|project|refine] [--blowup-threshold 1e6]
+///                  [--pd-policy automatic|throw|count|project|refine] [--blowup-threshold 1e6]
 ///                  [--stop-level K] [--step-control fixed|increment|doubling]
 ///                  [--tolerance 0.05] [--max-depth 40]
 ///                  [--out FILE.csv] [--format table|json] [--paths-range A:B --partial FILE]
@@ -49,7 +49,7 @@ struct simulate_args {
   double t_end = 1.0;
   double dt = 1e-3;
   ensemble_flags run;
-  std::string pd_policy = "project";
+  std::string pd_policy = "automatic";  ///< count: every scheme keeps its own law (maths.md §8.5)
   double blowup_threshold = 1e6;
   double stop_level = std::numeric_limits<double>::infinity();
   std::string out;
@@ -160,8 +160,9 @@ command simulate_command() {
     sub.add_option("--dt", a->dt, "Step size, > 0")->capture_default_str();
     add_ensemble_flags(sub, a->run);
     sub.add_option("--pd-policy", a->pd_policy,
-                   "What a step leaving the positive-semidefinite cone does")
-        ->check(CLI::IsMember({"throw", "count", "project", "refine"}))
+                   "What a step leaving the positive-semidefinite cone does (automatic: count, "
+                   "which leaves every scheme's law as it is; docs/maths.md section 8.5)")
+        ->check(CLI::IsMember({"automatic", "throw", "count", "project", "refine"}))
         ->capture_default_str();
     sub.add_option("--blowup-threshold", a->blowup_threshold,
                    "max |V^ab| above which a path has blown up, in (0, 1e100]")

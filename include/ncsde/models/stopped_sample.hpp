@@ -35,6 +35,9 @@ struct sde_sample_options {
   std::vector<int> widths;  ///< grids k/n to monitor; 1/(n·dt) must be an integer
   double stop_level = 5.0;  ///< K
   double blowup_threshold = 1e6;
+  /// project by name (not the library's default, count): the sample's statistics (correlations ρ)
+  /// need states on the cone, and the Euler–Maruyama exits of these runs are the O(dt²·|b|)
+  /// artefacts of docs/maths.md §8.2, whose projection leaves the blow-up law as it is (§8.5).
   pd_policy policy = pd_policy::project;
   long long paths = 1000;
   std::uint64_t seed = 1;
