@@ -212,6 +212,10 @@ class writer : public detail::byte_writer<writer> {
 
 class reader : public detail::byte_reader {
  public:
+  /// The largest counter (steps, cone events) a piece may carry: far above any run's, and sums of
+  /// many pieces of such counters stay exact and without overflow.
+  static constexpr long long max_count = 1LL << 53;
+
   explicit reader(std::string_view in)
       : byte_reader(in, "deserialize_ensemble_partial: not a complete ensemble partial") {}
 
@@ -231,6 +235,8 @@ class reader : public detail::byte_reader {
     c.refined = i64();
     c.boundary = i64();
     c.min_eigenvalue = f64();
+    for (const long long n : {c.violations, c.projected, c.refined, c.boundary})
+      if (n < 0 || n > max_count) fail("a cone counter out of range");
     return c;
   }
   step_stats stepping() {
@@ -238,7 +244,8 @@ class reader : public detail::byte_reader {
     c.refinements = i64();
     c.unresolved = i64();
     const long long deepest = i64();
-    if (c.refinements < 0 || c.unresolved < 0 || deepest < 0 || deepest > 64)
+    if (c.refinements < 0 || c.unresolved < 0 || c.refinements > max_count ||
+        c.unresolved > max_count || deepest < 0 || deepest > 64)
       fail("step counters out of range");
     c.deepest = static_cast<int>(deepest);
     return c;
@@ -361,6 +368,7 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     x.pd = in.pd();
     x.values = in.doubles();
     x.steps = in.i64();
+    if (x.steps < 0 || x.steps > reader::max_count) in.fail("a path's steps out of range");
     x.stepping = in.stepping();
     if (x.packed.size() != K || x.saved.size() > saves || x.values.size() != p.functionals)
       in.fail("a path of another shape");
@@ -399,7 +407,10 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     b.stopped = in.i64();
     b.exhausted = in.i64();
     b.with_violations = in.i64();
+    if (b.with_violations < 0 || b.with_violations > b.range.size())
+      in.fail("a block's count of paths with violations out of range");
     b.steps = in.i64();
+    if (b.steps < 0 || b.steps > reader::max_count) in.fail("a block's steps out of range");
     b.stepping = in.stepping();
     const std::size_t nst = in.count(8);
     for (std::size_t j = 0; j < nst; ++j) b.statuses.push_back(in.status());
@@ -409,8 +420,10 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
     const std::size_t nr = in.count(8);
     for (std::size_t j = 0; j < nr; ++j) b.records.push_back(in.record());
     const long long n = b.range.size();
-    if (static_cast<long long>(b.statuses.size()) != n || b.completed < 0 || b.blown_up < 0 ||
-        b.stopped < 0 || b.exhausted < 0 ||
+    // Each count within [0, n] before they are added (no overflow on any input).
+    auto counted = [n](long long c) { return c >= 0 && c <= n; };
+    if (static_cast<long long>(b.statuses.size()) != n || !counted(b.completed) ||
+        !counted(b.blown_up) || !counted(b.stopped) || !counted(b.exhausted) ||
         b.completed + b.blown_up + b.stopped + b.exhausted != n ||
         (p.keep_paths && static_cast<long long>(b.records.size()) != n))
       in.fail("a block whose counts do not match its range");

@@ -164,8 +164,12 @@ network_ensemble deserialize_network_ensemble(std::string_view bytes) {
   e.blown_up = in.i64();
   e.seconds = in.f64();
   const std::size_t records = in.count(32);
-  if (e.first < 0 || e.networks < 0 || e.first + static_cast<long long>(records) > e.networks ||
-      e.completed + e.stopped + e.blown_up != static_cast<long long>(records))
+  // Each count within [0, records] before they are added (no overflow on any input).
+  const long long held = static_cast<long long>(records);
+  auto counted = [held](long long c) { return c >= 0 && c <= held; };
+  if (e.first < 0 || e.networks < 0 || e.first > e.networks || held > e.networks - e.first ||
+      !counted(e.completed) || !counted(e.stopped) || !counted(e.blown_up) ||
+      e.completed + e.stopped + e.blown_up != held)
     in.fail("network counts that do not add up");
   const Eigen::Index K = packed_size(e.m);
   e.records.resize(records);
