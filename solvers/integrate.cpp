@@ -179,6 +179,18 @@ int resolved_area_depth(const integrate_options& opt, state_space space, bool re
   return reads_areas && refines ? opt.refine_depth : 0;
 }
 
+void validate_step_control(std::string_view where, double tolerance,
+                           std::string_view tolerance_name, int max_depth,
+                           std::string_view max_depth_name) {
+  if (!(tolerance >= min_tolerance) || !(tolerance <= 1))
+    throw_invalid_argument(where, tolerance_name, tolerance,
+                           fmt::format("in [{:g}, 1] (below {:g} the step controllers would "
+                                       "measure round-off)",
+                                       min_tolerance, min_tolerance));
+  if (max_depth < 1 || max_depth > 50)
+    throw_invalid_argument(where, max_depth_name, max_depth, "in [1, 50]");
+}
+
 void validate_options(const integrate_options& o) {
   if (!(o.dt > 0) || !std::isfinite(o.dt))
     throw_invalid_argument("integrate", "dt", o.dt, "> 0 and finite");
@@ -192,14 +204,7 @@ void validate_options(const integrate_options& o) {
         fmt::format("in [0, {}] or -1 (automatic)", stream_brownian::max_area_depth));
   if (!(o.blowup_threshold > 0) || !(o.blowup_threshold <= 1e100))
     throw_invalid_argument("integrate", "blowup_threshold", o.blowup_threshold, "in (0, 1e100]");
-  // Checked with fixed steps too: a value the run would ignore is a mistake, not a no-op.
-  if (!(o.tolerance >= min_tolerance) || !(o.tolerance <= 1))
-    throw_invalid_argument("integrate", "tolerance", o.tolerance,
-                           fmt::format("in [{:g}, 1] (below {:g} the step controllers would "
-                                       "measure round-off)",
-                                       min_tolerance, min_tolerance));
-  if (o.max_depth < 1 || o.max_depth > 50)
-    throw_invalid_argument("integrate", "max_depth", o.max_depth, "in [1, 50]");
+  validate_step_control("integrate", o.tolerance, "tolerance", o.max_depth, "max_depth");
   if (o.max_path_steps < 1)
     throw_invalid_argument("integrate", "max_path_steps", o.max_path_steps, ">= 1");
   if (o.control != step_control::fixed) {

@@ -24,8 +24,9 @@
 
 namespace ncsde::cli {
 
-inline constexpr long long max_paths = 1'000'000'000;  ///< paths of one run (--paths)
-inline constexpr int max_threads = 4096;               ///< worker threads (--threads)
+inline constexpr long long max_paths = 1'000'000'000;     ///< paths of one run (--paths)
+inline constexpr long long max_networks = 1'000'000'000;  ///< networks of one run (--networks)
+inline constexpr int max_threads = 4096;                  ///< worker threads (--threads)
 inline constexpr double max_steps_per_path = 1e9;
 inline constexpr double max_total_steps = 1e12;
 inline constexpr double max_network_layers = 1e10;

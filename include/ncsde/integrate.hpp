@@ -249,6 +249,14 @@ struct step_grid {
 /// Validates options that do not depend on the problem (policy parameters, threshold).
 void validate_options(const integrate_options& options);
 
+/// The step controllers' parameters: tolerance in [min_tolerance, 1] and max_depth in [1, 50],
+/// checked with fixed steps too (a value the run would ignore is a mistake, not a no-op). Throws
+/// ncsde::invalid_argument naming `where` and the parameter as the caller names it
+/// (validate_options: "tolerance", "max_depth"; the program: its flags).
+void validate_step_control(std::string_view where, double tolerance,
+                           std::string_view tolerance_name, int max_depth,
+                           std::string_view max_depth_name);
+
 /// The area depth of a run's own stream_brownian: opt.area_depth, or for −1 refine_depth when the
 /// scheme reads Lévy areas (reads_areas) under the refine policy on the cone with fixed steps, and
 /// 0 otherwise.

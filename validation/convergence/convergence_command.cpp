@@ -269,13 +269,13 @@ command convergence_command() {
     sub.add_option("--paths", a->paths,
                    "Monte Carlo paths per problem (default: each problem's own)")
         ->transform(decimal_integer)
-        ->check(CLI::Range(2LL, 1'000'000'000LL));
+        ->check(CLI::Range(2LL, max_paths));
     sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
         ->transform(non_negative_integer)
         ->capture_default_str();
     sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
         ->transform(decimal_integer)
-        ->check(CLI::Range(0, 4096))
+        ->check(CLI::Range(0, max_threads))
         ->capture_default_str();
     CLI::Option* levels = sub.add_option(
         "--levels", a->levels,

@@ -968,11 +968,11 @@ void add_validate_options(CLI::App& sub, validate_args* a) {
       ->capture_default_str();
   sub.add_option("--networks", a->networks, "Finite networks per width")
       ->transform(decimal_integer)
-      ->check(CLI::Range(1LL, 1'000'000'000LL))
+      ->check(CLI::Range(1LL, max_networks))
       ->capture_default_str();
   sub.add_option("--paths", a->paths, "SDE paths (per SDE run)")
       ->transform(decimal_integer)
-      ->check(CLI::Range(1LL, 1'000'000'000LL))
+      ->check(CLI::Range(1LL, max_paths))
       ->capture_default_str();
   sub.add_option("--dt", a->dt, "Euler–Maruyama step; 1/(n·dt) must be an integer for every n")
       ->capture_default_str();
@@ -1006,7 +1006,7 @@ void add_validate_options(CLI::App& sub, validate_args* a) {
       ->capture_default_str();
   sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
       ->transform(decimal_integer)
-      ->check(CLI::Range(0, 4096))
+      ->check(CLI::Range(0, max_threads))
       ->capture_default_str();
   sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");
   sub.add_option("--format", a->format, "Output")

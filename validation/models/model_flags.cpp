@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/symmetric.hpp"
 
@@ -258,7 +259,7 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
       ->check(CLI::Range(1, 1'000'000));
   sub.add_option("--networks", flags.networks, "Number of independent networks")
       ->transform(decimal_integer)
-      ->check(CLI::Range(1LL, 1'000'000'000LL))
+      ->check(CLI::Range(1LL, max_networks))
       ->capture_default_str();
   flags.sampler_option =
       sub.add_option(
@@ -272,7 +273,7 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
       ->capture_default_str();
   sub.add_option("--threads", flags.threads, "Worker threads (0: all cores)")
       ->transform(decimal_integer)
-      ->check(CLI::Range(0, 4096))
+      ->check(CLI::Range(0, max_threads))
       ->capture_default_str();
 }
 

@@ -1,10 +1,9 @@
 #include "models/step_flags.hpp"
 
-#include <fmt/format.h>
-
 #include <vector>
 
 #include "command.hpp"
+#include "limits.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/schemes.hpp"
 
@@ -13,14 +12,14 @@ namespace ncsde::cli {
 void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags) {
   sub.add_option("--paths", flags.paths, "Number of paths")
       ->transform(decimal_integer)
-      ->check(CLI::Range(1LL, 1'000'000'000LL))
+      ->check(CLI::Range(1LL, max_paths))
       ->capture_default_str();
   sub.add_option("--seed", flags.seed, "Seed of the (seed, path) random streams")
       ->transform(non_negative_integer)
       ->capture_default_str();
   sub.add_option("--threads", flags.threads, "Worker threads (0: all cores)")
       ->transform(decimal_integer)
-      ->check(CLI::Range(0, 4096))
+      ->check(CLI::Range(0, max_threads))
       ->capture_default_str();
   sub.add_option("--scheme", flags.scheme, "Scheme (see ncsde convergence --list-schemes)")
       ->check(CLI::IsMember(scheme_names()))
@@ -54,14 +53,7 @@ void add_step_flags(CLI::App& sub, step_flags& flags, const std::string& default
 
 void apply_step_flags(const step_flags& flags, integrate_options& opt) {
   opt.control = parse_step_control(flags.control, "--step-control");
-  // Checked with fixed steps too: a value the run would ignore is a mistake, not a no-op.
-  if (!(flags.tolerance >= min_tolerance) || !(flags.tolerance <= 1))
-    throw_invalid_argument("ncsde", "--tolerance", flags.tolerance,
-                           fmt::format("in [{:g}, 1] (below {:g} the step controllers would "
-                                       "measure round-off)",
-                                       min_tolerance, min_tolerance));
-  if (flags.max_depth < 1 || flags.max_depth > 50)
-    throw_invalid_argument("ncsde", "--max-depth", flags.max_depth, "in [1, 50]");
+  validate_step_control("ncsde", flags.tolerance, "--tolerance", flags.max_depth, "--max-depth");
   opt.tolerance = flags.tolerance;
   opt.max_depth = flags.max_depth;
 }
