@@ -28,6 +28,9 @@ constexpr std::string_view format_line = "ncsde partial result v2\n";
 constexpr std::string_view earlier_format_line = "ncsde partial result\n";
 constexpr std::string_view command_prefix = "command ";
 
+/// CRC-64/XZ (Boost.CRC): the checksum of partial files and the fingerprint of models libraries.
+using crc64_xz = boost::crc_optimal<64, 0x42F0E1EBA9EA3693ULL, ~0ULL, ~0ULL, true, true>;
+
 /// A token of an option's value in canonical form: a number as the shortest decimal that reads
 /// back to its double's bits (so 0.5, 5e-1 and 0.50 are one value and two doubles are two), an
 /// integer beyond 2^53 (a seed) as its decimal digits, the rest as written.
@@ -57,7 +60,7 @@ std::string file_fingerprint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   const std::string name = std::filesystem::path(path).filename().string();
   if (!in) return name + " (unreadable)";
-  boost::crc_optimal<64, 0x42F0E1EBA9EA3693ULL, ~0ULL, ~0ULL, true, true> crc;
+  crc64_xz crc;
   char buffer[1 << 16];
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0)
     crc.process_bytes(buffer, static_cast<std::size_t>(in.gcount()));
@@ -69,13 +72,13 @@ class identity_writer : public detail::byte_writer<identity_writer> {
   using byte_writer::put;
 };
 
-[[noreturn]] void refuse(const std::string& name, std::string_view why) {
-  throw invalid_argument(fmt::format("{} is not a partial result of ncsde ({})", name, why));
-}
-
 std::string cut(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 37) + "..."; }
 
 }  // namespace
+
+void refuse_partial(const std::string& name, std::string_view why) {
+  throw invalid_argument(fmt::format("{} is not a partial result of ncsde ({})", name, why));
+}
 
 std::string canonical_value(std::string_view text) {
   static constexpr std::string_view separators = ",;: \t\n()[]";
@@ -92,7 +95,7 @@ std::string canonical_value(std::string_view text) {
 }
 
 std::uint64_t crc64(std::string_view bytes) {
-  boost::crc_optimal<64, 0x42F0E1EBA9EA3693ULL, ~0ULL, ~0ULL, true, true> crc;
+  crc64_xz crc;
   crc.process_bytes(bytes.data(), bytes.size());
   return crc.checksum();
 }
@@ -168,20 +171,20 @@ std::string partial_file_bytes(const std::string& command, const run_identity& i
 
 partial_file parse_partial_file(std::string_view bytes, const std::string& name) {
   if (bytes.starts_with(earlier_format_line))
-    refuse(name,
-           "written by an earlier version of ncsde, without the run's identity and a "
-           "checksum: run the shard again");
-  if (!bytes.starts_with(format_line)) refuse(name, "no 'ncsde partial result v2' header");
-  if (bytes.size() < format_line.size() + 8) refuse(name, "truncated");
+    refuse_partial(name,
+                   "written by an earlier version of ncsde, without the run's identity and a "
+                   "checksum: run the shard again");
+  if (!bytes.starts_with(format_line)) refuse_partial(name, "no 'ncsde partial result v2' header");
+  if (bytes.size() < format_line.size() + 8) refuse_partial(name, "truncated");
   const std::string_view body = bytes.substr(0, bytes.size() - 8);
   detail::byte_reader tail(bytes.substr(bytes.size() - 8), name);
   if (tail.u64() != crc64(body))
-    refuse(name, "its checksum does not match: the file is damaged or truncated");
+    refuse_partial(name, "its checksum does not match: the file is damaged or truncated");
   std::string_view rest = body.substr(format_line.size());
-  if (!rest.starts_with(command_prefix)) refuse(name, "no command line");
+  if (!rest.starts_with(command_prefix)) refuse_partial(name, "no command line");
   rest.remove_prefix(command_prefix.size());
   const std::size_t end = rest.find('\n');
-  if (end == std::string_view::npos || end > 64) refuse(name, "no command line");
+  if (end == std::string_view::npos || end > 64) refuse_partial(name, "no command line");
   partial_file out;
   out.command = std::string(rest.substr(0, end));
   rest.remove_prefix(end + 1);
@@ -196,23 +199,19 @@ partial_file parse_partial_file(std::string_view bytes, const std::string& name)
     out.payload = in.string();
     if (!in.done()) in.fail("trailing data");
   } catch (const invalid_argument& e) {
-    refuse(name, e.what());
+    refuse_partial(name, e.what());
   }
   return out;
 }
 
-partial_file read_partial_file(const std::filesystem::path& path, double max_bytes) {
+partial_file read_partial_file(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (ec) throw invalid_argument(fmt::format("cannot read {}: {}", path.string(), ec.message()));
-  if (!fs::is_regular_file(status)) refuse(path.string(), "not a regular file");
+  if (!fs::is_regular_file(status)) refuse_partial(path.string(), "not a regular file");
   const std::uintmax_t size = fs::file_size(path, ec);
   if (ec) throw invalid_argument(fmt::format("cannot read {}: {}", path.string(), ec.message()));
-  if (static_cast<double>(size) > max_bytes)
-    throw invalid_argument(
-        fmt::format("{}: {} bytes, more than the {:.0f} bytes of memory that merge can give it",
-                    path.string(), size, max_bytes));
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw invalid_argument(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));

@@ -73,12 +73,17 @@ struct partial_file {
 std::string partial_file_bytes(const std::string& command, const run_identity& identity,
                                std::string_view payload);
 
+/// Throws ncsde::invalid_argument "<name> is not a partial result of ncsde (<why>)": the refusal of
+/// every reader of partial files and of the payloads inside them.
+[[noreturn]] void refuse_partial(const std::string& name, std::string_view why);
+
 /// Parses the bytes of a partial file; throws ncsde::invalid_argument "<name> is not a partial
 /// result of ncsde (<why>)" when they are not one (wrong format line, checksum, lengths).
 partial_file parse_partial_file(std::string_view bytes, const std::string& name);
 
 /// Reads and parses a partial file. Refuses, naming the file, what is not a regular file (a
-/// device, a FIFO: /dev/zero would never end) and a file larger than `max_bytes`.
-partial_file read_partial_file(const std::filesystem::path& path, double max_bytes);
+/// device, a FIFO: /dev/zero would never end). Its size is the caller's to check against memory
+/// (ncsde merge: limits.hpp's check_memory over all the shards).
+partial_file read_partial_file(const std::filesystem::path& path);
 
 }  // namespace ncsde::cli

@@ -110,7 +110,7 @@ int merge_network_shards(const merge_args& a, const std::vector<partial_file>& f
 }
 
 /// The bytes of memory a merge needs per byte of its partial files: the file's bytes, its
-/// payload, the pieces read from it and the merged run (measured: tests/cli/test_shards.py).
+/// payload, the pieces read from it and the merged run (measured: tests/cli/test_outputs.py).
 constexpr double merge_bytes_per_file_byte = 4.0;
 
 /// Refuses an --out that names one of the shards: the merge would replace its own input.
@@ -135,10 +135,9 @@ std::vector<partial_file> read_shards(const merge_args& a) {
   check_memory("files", fmt::format("({} shards)", a.files.size()),
                merge_bytes_per_file_byte * total,
                fmt::format("{:.0f} bytes of partial files", total));
-  const double max_bytes = available_memory().bytes / merge_bytes_per_file_byte;
   std::vector<partial_file> files;
   files.reserve(a.files.size());
-  for (const std::string& f : a.files) files.push_back(read_partial_file(f, max_bytes));
+  for (const std::string& f : a.files) files.push_back(read_partial_file(f));
   return files;
 }
 

@@ -53,20 +53,11 @@ path_range parse_paths_range(const std::string& text, long long paths) {
   return r;
 }
 
-namespace {
-
-[[noreturn]] void refuse_file(const std::filesystem::path& path, std::string_view why) {
-  throw invalid_argument(
-      fmt::format("{} is not a partial result of ncsde ({})", path.string(), why));
-}
-
-}  // namespace
-
 ensemble_partial simulate_piece(const partial_file& file, const std::filesystem::path& path) {
   try {
     return deserialize_ensemble_partial(file.payload);
   } catch (const invalid_argument& e) {
-    refuse_file(path, e.what());
+    refuse_partial(path.string(), e.what());
   }
 }
 

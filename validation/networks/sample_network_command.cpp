@@ -294,10 +294,7 @@ std::string network_partial_payload(const run_description& d, const networks::ne
 }
 
 network_piece read_network_piece(std::string_view payload, const std::filesystem::path& path) {
-  auto refuse = [&](std::string_view why) -> void {
-    throw invalid_argument(
-        fmt::format("{} is not a partial result of ncsde ({})", path.string(), why));
-  };
+  auto refuse = [&](std::string_view why) -> void { refuse_partial(path.string(), why); };
   network_piece out;
   auto line = [&](std::string_view key) {
     const std::string prefix = std::string(key) + " ";
