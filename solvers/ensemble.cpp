@@ -15,6 +15,26 @@ void require_index(std::string_view where, std::string_view name, int index) {
 
 }  // namespace
 
+std::string_view to_string(covariance_mode c) {
+  switch (c) {
+    case covariance_mode::automatic:
+      return "automatic";
+    case covariance_mode::full:
+      return "full";
+    case covariance_mode::diagonal:
+      return "diagonal";
+  }
+  return "?";
+}
+
+covariance_mode parse_covariance_mode(std::string_view text, std::string_view param) {
+  for (const covariance_mode c :
+       {covariance_mode::automatic, covariance_mode::full, covariance_mode::diagonal})
+    if (text == to_string(c)) return c;
+  throw invalid_argument(
+      fmt::format("{} must be one of automatic, full, diagonal (got '{}')", param, text));
+}
+
 functional correlation_functional(int a, int b) {
   require_index("correlation_functional", "a", a);
   require_index("correlation_functional", "b", b);
@@ -55,11 +75,11 @@ double ensemble_result::blown_up_stderr() const {
 
 namespace detail {
 
-void block_result::start_whole(int K, std::size_t saves, std::size_t functionals) {
+void block_result::start_whole(int K, std::size_t saves, std::size_t functionals, bool covariance) {
   whole = true;
-  terminal.reset(K);
-  at_stop.reset(K);
-  saved.assign(saves, moments(K));
+  terminal.reset(K, covariance);
+  at_stop.reset(K, covariance);
+  saved.assign(saves, moments(K, covariance));
   values.assign(functionals, {});
 }
 

@@ -34,7 +34,8 @@ json moments_json(const moments& mo) {
   j["count"] = mo.count();
   j["mean"] = vector_json(mo.mean());
   j["stderr"] = mo.count() > 1 ? vector_json(mo.standard_error()) : json::array();
-  j["covariance"] = matrix_json(mo.covariance());
+  // null when the run kept the variances only (ensemble_options::covariance).
+  j["covariance"] = mo.has_covariance() ? matrix_json(mo.covariance()) : json(nullptr);
   return j;
 }
 

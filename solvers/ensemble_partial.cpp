@@ -50,16 +50,17 @@ void require_same_run(const ensemble_partial& first, const ensemble_partial& p, 
   if (first.block_size != p.block_size) fail("block size");
   if (first.functionals != p.functionals) fail("number of functionals");
   if (first.keep_paths != p.keep_paths) fail("keep_paths");
+  if (first.covariance != p.covariance) fail("covariance mode");
 }
 
 /// Folds a cut block whose paths now make up all of its paths (or the last block of the run), for
 /// states of K coordinates and `saves` save times.
 void fold(detail::block_result& b, int K, std::size_t saves, std::size_t functionals,
-          bool keep_paths) {
+          bool keep_paths, bool covariance) {
   detail::block_result w;
   w.index = b.index;
   w.range = b.range;
-  w.start_whole(K, saves, functionals);
+  w.start_whole(K, saves, functionals, covariance);
   for (const detail::ensemble_path& p : b.paths) w.add(p, keep_paths);
   b = std::move(w);
 }
@@ -92,7 +93,7 @@ ensemble_partial merge_partials(std::vector<ensemble_partial> parts) {
       const long long b = joined.index * out.block_size;
       if (joined.range == path_range{b, b + out.block_size})
         fold(joined, out.run.layout.size(), out.run.save_times.size(), out.functionals,
-             out.keep_paths);
+             out.keep_paths, out.covariance);
       ++it;
     }
     out.blocks.insert(out.blocks.end(), std::make_move_iterator(it),
@@ -115,12 +116,16 @@ ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& 
   if (whole.block_size != opt.block_size)
     throw_invalid_argument(where, "opt.block_size", opt.block_size,
                            fmt::format("the run's {}", whole.block_size));
+  if (whole.covariance != keeps_covariance(opt.covariance, whole.run.layout.size()))
+    throw_invalid_argument(where, "opt.covariance", to_string(opt.covariance),
+                           fmt::format("the run's, which {} the covariance",
+                                       whole.covariance ? "kept" : "did not keep"));
 
   ensemble_result r = std::move(whole.run);
   const int K = r.layout.size();
-  r.terminal.reset(K);
-  r.at_stop.reset(K);
-  r.saved.assign(r.save_times.size(), moments(K));
+  r.terminal.reset(K, whole.covariance);
+  r.at_stop.reset(K, whole.covariance);
+  r.saved.assign(r.save_times.size(), moments(K, whole.covariance));
   const std::size_t n = static_cast<std::size_t>(opt.paths);
   std::vector<std::vector<double>> values(whole.functionals);
   for (auto& v : values) v.reserve(n);
@@ -129,7 +134,7 @@ ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& 
   if (opt.keep_paths) r.records.reserve(n);
   for (detail::block_result& b : whole.blocks) {
     if (!b.whole)  // the run's last block, when paths is not a multiple of the block size
-      fold(b, K, r.save_times.size(), whole.functionals, whole.keep_paths);
+      fold(b, K, r.save_times.size(), whole.functionals, whole.keep_paths, whole.covariance);
     detail::merge_block(r, b);
     statuses.insert(statuses.end(), b.statuses.begin(), b.statuses.end());
     for (std::size_t j = 0; j < values.size(); ++j)
@@ -146,7 +151,7 @@ ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& 
 
 namespace {
 
-constexpr std::string_view magic = "ncsde ensemble partial v3\n";
+constexpr std::string_view magic = "ncsde ensemble partial v4\n";
 
 class writer : public detail::byte_writer<writer> {
  public:
@@ -220,13 +225,14 @@ class reader : public detail::byte_reader {
       : byte_reader(in, "deserialize_ensemble_partial: not a complete ensemble partial") {}
 
   path_status status() { return enumeration(path_status::exhausted, "path status"); }
-  moments mom(int K) {
+  /// Moments of K coordinates, with the K×K M2 (covariance) or its K×1 diagonal.
+  moments mom(int K, bool covariance) {
     const long long n = i64();
     vector mean = vec();
     matrix m2 = mat();
-    if (n < 0 || mean.size() != K || m2.rows() != K || m2.cols() != K)
+    if (n < 0 || mean.size() != K || m2.rows() != K || m2.cols() != (covariance ? K : 1))
       fail("moments of another shape");
-    return moments::from_raw(n, std::move(mean), std::move(m2));
+    return moments::from_raw(n, std::move(mean), std::move(m2), covariance);
   }
   pd_counters pd() {
     pd_counters c;
@@ -289,11 +295,18 @@ std::string serialize(const ensemble_partial& p) {
   w.put(p.block_size);
   w.put(static_cast<std::uint64_t>(p.functionals));
   w.put(p.keep_paths);
+  w.put(p.covariance);
   w.put(p.blocks);
   return std::move(w.out);
 }
 
 ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
+  constexpr std::string_view family = "ncsde ensemble partial v";
+  if (bytes.substr(0, magic.size()) != magic && bytes.starts_with(family))
+    throw invalid_argument(
+        "deserialize_ensemble_partial: an ensemble partial of another format version than '" +
+        std::string(magic.substr(0, magic.size() - 1)) +
+        "', written by another version of ncsde: run the piece again with this one");
   if (bytes.substr(0, magic.size()) != magic)
     throw invalid_argument(
         "deserialize_ensemble_partial: not an ensemble partial (the data does not start with '" +
@@ -338,6 +351,7 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   p.block_size = in.i64();
   p.functionals = in.count(0);
   p.keep_paths = in.boolean();
+  p.covariance = in.boolean();
   if (p.range.first < 0 || p.range.last < p.range.first || p.block_size < 1 ||
       p.functionals > (1u << 20))
     in.fail("a range, block size or functional count out of range");
@@ -394,11 +408,11 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
       p.blocks.push_back(std::move(b));
       continue;
     }
-    b.terminal = in.mom(K);
-    b.at_stop = in.mom(K);
+    b.terminal = in.mom(K, p.covariance);
+    b.at_stop = in.mom(K, p.covariance);
     const std::size_t ns = in.count(8);
     if (ns != saves) in.fail("a block with another number of save times");
-    for (std::size_t j = 0; j < ns; ++j) b.saved.push_back(in.mom(K));
+    for (std::size_t j = 0; j < ns; ++j) b.saved.push_back(in.mom(K, p.covariance));
     b.explosion_times = in.doubles();
     b.stop_times = in.doubles();
     b.pd = in.pd();

@@ -10,17 +10,20 @@
 
 namespace ncsde {
 
-void moments::reset(int dimension) {
+void moments::reset(int dimension, bool covariance) {
   m_count = 0;
+  m_full = covariance;
   m_mean = vector::Zero(dimension);
-  m_m2 = matrix::Zero(dimension, dimension);
+  m_m2 = matrix::Zero(dimension, covariance ? dimension : 1);
 }
 
-moments moments::from_raw(long long count, vector mean, matrix m2) {
-  NCSDE_ASSERT(count >= 0 && m2.rows() == mean.size() && m2.cols() == mean.size(),
-               "moments::from_raw: inconsistent accumulator");
+moments moments::from_raw(long long count, vector mean, matrix m2, bool covariance) {
+  NCSDE_ASSERT(
+      count >= 0 && m2.rows() == mean.size() && m2.cols() == (covariance ? mean.size() : 1),
+      "moments::from_raw: inconsistent accumulator");
   moments m;
   m.m_count = count;
+  m.m_full = covariance;
   m.m_mean = std::move(mean);
   m.m_m2 = std::move(m2);
   return m;
@@ -31,10 +34,17 @@ void moments::add(const Eigen::Ref<const vector>& x) {
   ++m_count;
   const vector delta = x - m_mean;
   m_mean += delta / static_cast<double>(m_count);
-  m_m2.noalias() += delta * (x - m_mean).transpose();
+  // Entry (i, j) of the outer product is delta_i·(x − mean)_j: the diagonal form takes i = j.
+  if (m_full)
+    m_m2.noalias() += delta * (x - m_mean).transpose();
+  else
+    m_m2.col(0).array() += delta.array() * (x - m_mean).array();
 }
 
 void moments::merge(const moments& o) {
+  if (o.m_full != m_full)
+    throw invalid_argument(
+        "moments::merge: one accumulator keeps the covariance and the other only its diagonal");
   if (o.m_count == 0) return;
   if (m_count == 0) {
     *this = o;
@@ -46,19 +56,34 @@ void moments::merge(const moments& o) {
   const vector delta = o.m_mean - m_mean;
   m_mean += delta * (nb / n);
   m_m2 += o.m_m2;
-  m_m2.noalias() += (na * nb / n) * delta * delta.transpose();
+  // Entry (i, j) of the correction is ((na·nb/n)·delta_i)·delta_j.
+  if (m_full)
+    m_m2.noalias() += (na * nb / n) * delta * delta.transpose();
+  else
+    m_m2.col(0).array() += ((na * nb / n) * delta).array() * delta.array();
   m_count += o.m_count;
 }
 
 matrix moments::covariance() const {
+  if (!m_full)
+    throw invalid_argument(
+        "moments: the covariance of the coordinates was not kept, only their variances "
+        "(ensemble_options::covariance, --covariance full)");
   if (m_count < 2) return matrix::Zero(m_mean.size(), m_mean.size());
   // M2 accumulates delta·(x − mean_new)ᵀ, symmetric only up to round-off.
   return (0.5 * (m_m2 + m_m2.transpose())) / static_cast<double>(m_count - 1);
 }
 
+vector moments::variance() const {
+  if (m_count < 2) return vector::Zero(m_mean.size());
+  // The diagonal of covariance(), by the same operations.
+  const vector d = m_full ? vector(m_m2.diagonal()) : vector(m_m2.col(0));
+  return (0.5 * (d + d)) / static_cast<double>(m_count - 1);
+}
+
 vector moments::standard_error() const {
   if (m_count < 2) return vector::Constant(m_mean.size(), std::numeric_limits<double>::quiet_NaN());
-  return (covariance().diagonal() / static_cast<double>(m_count)).cwiseSqrt();
+  return (variance() / static_cast<double>(m_count)).cwiseSqrt();
 }
 
 double quantile_sorted(const std::vector<double>& sorted, double p) {

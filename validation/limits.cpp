@@ -130,6 +130,12 @@ double ensemble_bytes_per_path(double K, std::size_t functionals, bool keep_path
   return per_path;
 }
 
+double ensemble_summary_bytes(double K, double paths, std::size_t saves, bool covariance) {
+  const double blocks = std::ceil(paths / 64.0) + 1.0;  // and the run's own
+  const double per_moments = 8.0 * (K + (covariance ? K * K : K)) + 128.0;
+  return blocks * (2.0 + static_cast<double>(saves)) * per_moments;
+}
+
 void check_initial_size(const matrix& v0, double blowup_threshold,
                         std::string_view threshold_name) {
   const double size = v0.size() > 0 ? v0.cwiseAbs().maxCoeff() : 0.0;

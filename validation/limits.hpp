@@ -60,6 +60,12 @@ void check_threads(long long threads, const parameter_names& names = program_nam
 double ensemble_bytes_per_path(double K, std::size_t functionals, bool keep_paths,
                                std::size_t saves);
 
+/// The bytes of an ensemble's summaries of states of K coordinates over `paths` paths with `saves`
+/// save times: the moments of each block of 64 paths and of the run (terminal, at stop, each save
+/// time), a mean and either the K×K covariance (`covariance`) or K variances each
+/// (ensemble_options::covariance).
+double ensemble_summary_bytes(double K, double paths, std::size_t saves, bool covariance);
+
 /// The memory available to the program in bytes: min(physical memory, RLIMIT_AS, cgroup
 /// memory.max), and which of them it is ("physical memory", "RLIMIT_AS", "cgroup memory.max").
 struct memory_limit {

@@ -58,6 +58,23 @@ functional correlation_functional(int a, int b);
 /// negative index; a run refuses it when (a, b) is outside its states.
 functional entry_functional(int a, int b);
 
+/// What an ensemble keeps of the spread of its coordinates (K of them: the packed state): the
+/// whole K×K covariance (K² numbers per summary and per block of paths, K² operations per path) or
+/// the variances only (K numbers). Means, variances and standard errors are the same bits either
+/// way. automatic: the covariance while K ≤ max_automatic_covariance (m ≤ 16 for m×m states on
+/// symmetric spaces), the variances beyond, where the covariance would outweigh the run (at
+/// m = 64, 4.3 million numbers per block).
+enum class covariance_mode { automatic, full, diagonal };
+inline constexpr int max_automatic_covariance = 136;
+std::string_view to_string(covariance_mode c);
+/// Parses "automatic", "full" or "diagonal"; ncsde::invalid_argument naming `param` otherwise.
+covariance_mode parse_covariance_mode(std::string_view text, std::string_view param = "covariance");
+/// Whether a run whose states have K coordinates keeps the covariance under `mode`.
+inline bool keeps_covariance(covariance_mode mode, int K) {
+  return mode == covariance_mode::full ||
+         (mode == covariance_mode::automatic && K <= max_automatic_covariance);
+}
+
 struct ensemble_options {
   std::uint64_t seed = 0;
   long long paths = 1000;
@@ -80,6 +97,8 @@ struct ensemble_options {
   /// gets the same share, min(integrate_options::max_path_steps, max_run_steps / paths), fixed
   /// before any path runs; a path that uses its share up ends as path_status::exhausted.
   long long max_run_steps = default_max_run_steps;
+  /// The covariance of the coordinates or their variances only (covariance_mode).
+  covariance_mode covariance = covariance_mode::automatic;
 };
 
 struct path_record {
@@ -174,8 +193,9 @@ struct block_result {
   // cut blocks:
   std::vector<ensemble_path> paths;
 
-  /// An empty whole block for states of K coordinates, `saves` save times, `functionals` values.
-  void start_whole(int K, std::size_t saves, std::size_t functionals);
+  /// An empty whole block for states of K coordinates, `saves` save times, `functionals` values,
+  /// its moments with the covariance or the variances only.
+  void start_whole(int K, std::size_t saves, std::size_t functionals, bool covariance);
   /// Folds one path (whole blocks).
   void add(const ensemble_path& p, bool keep_paths);
 };
@@ -201,6 +221,7 @@ struct ensemble_partial {
   long long block_size = 64;
   std::size_t functionals = 0;  ///< values per path
   bool keep_paths = false;
+  bool covariance = true;  ///< the summaries keep the covariance (keeps_covariance)
   std::vector<detail::block_result> blocks;
 };
 
@@ -228,7 +249,9 @@ inline block_result start_block(const block_info& info, const state_layout& layo
   b.index = info.index;
   b.range = info.range;
   b.whole = info.whole;
-  if (b.whole) b.start_whole(layout.size(), resolved.save_times.size(), opt.functionals.size());
+  if (b.whole)
+    b.start_whole(layout.size(), resolved.save_times.size(), opt.functionals.size(),
+                  keeps_covariance(opt.covariance, layout.size()));
   return b;
 }
 
@@ -454,6 +477,7 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   out.block_size = opt.block_size;
   out.functionals = opt.functionals.size();
   out.keep_paths = opt.keep_paths;
+  out.covariance = keeps_covariance(opt.covariance, layout.size());
 
   executor_options xopt;
   xopt.threads = opt.threads;

@@ -11,32 +11,45 @@ namespace ncsde {
 
 /// Running mean and covariance of a vector (Welford; Chan et al. to merge). Merging accumulators in
 /// a fixed order gives bit-identical results whatever the number of threads that filled them.
+///
+/// An accumulator keeps either the whole covariance (a d×d M2: d² doubles, d² operations per
+/// vector added) or its diagonal only (d doubles and operations), chosen at reset(). Means,
+/// variances and standard errors are the same bits in both forms: the diagonal form performs the
+/// full form's operations on the diagonal entries.
 class moments {
  public:
   moments() = default;
-  explicit moments(int dimension) { reset(dimension); }
+  explicit moments(int dimension, bool covariance = true) { reset(dimension, covariance); }
 
-  void reset(int dimension);
+  void reset(int dimension, bool covariance = true);
   void add(const Eigen::Ref<const vector>& x);
+  /// Folds `other` in; ncsde::invalid_argument when one accumulator keeps the covariance and the
+  /// other its diagonal only.
   void merge(const moments& other);
 
   int dimension() const { return static_cast<int>(m_mean.size()); }
   long long count() const { return m_count; }
   const vector& mean() const { return m_mean; }
-  /// Unbiased sample covariance (zero matrix when count < 2).
+  /// Whether the whole covariance is kept (else its diagonal only).
+  bool has_covariance() const { return m_full; }
+  /// Unbiased sample covariance (zero matrix when count < 2); ncsde::invalid_argument when only
+  /// the diagonal is kept.
   matrix covariance() const;
+  /// Unbiased sample variance of each entry (zeros when count < 2).
+  vector variance() const;
   /// Standard error of each mean entry, √(var/count).
   vector standard_error() const;
   /// The accumulated M2 = Σ_i (x_i − mean_{i−1})(x_i − mean_i)ᵀ (covariance·(count − 1) up to
-  /// round-off), and an accumulator restored exactly from (count, mean, M2): what a stored partial
-  /// result keeps.
+  /// round-off), d×d, or its diagonal as a d×1 matrix; and an accumulator restored exactly from
+  /// (count, mean, M2, whether M2 is the whole matrix): what a stored partial result keeps.
   const matrix& m2() const { return m_m2; }
-  static moments from_raw(long long count, vector mean, matrix m2);
+  static moments from_raw(long long count, vector mean, matrix m2, bool covariance = true);
 
  private:
   long long m_count = 0;
   vector m_mean;
-  matrix m_m2;
+  matrix m_m2;  ///< d×d, or d×1 (the diagonal) without the covariance
+  bool m_full = true;
 };
 
 /// Sample quantile at level p ∈ [0, 1] (linear interpolation between order statistics, type 7).

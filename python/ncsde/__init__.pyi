@@ -136,6 +136,7 @@ def simulate(
     batched: bool | None = None,
     keep_paths: bool = True,
     progress: bool = False,
+    covariance: Literal["automatic", "full", "diagonal"] | str = "automatic",
 ) -> Result:
     """paths paths of sde from V0 on [0, T]; path p on the random stream (seed, p). Bit-identical to
     `ncsde simulate` with the same arguments; releases the GIL; Ctrl-C raises KeyboardInterrupt."""

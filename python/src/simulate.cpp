@@ -226,7 +226,8 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
       .def_property_readonly(
           "terminal_covariance",
           [](const result_handle& h) { return to_array(h.r.terminal.covariance()); },
-          "Covariance of the packed coordinates at T over completed paths (K, K).")
+          "Covariance of the packed coordinates at T over completed paths (K, K); ValueError "
+          "when the run kept their variances only (simulate's covariance).")
       .def_property_readonly(
           "saved_mean",
           [](const result_handle& h) {
@@ -275,7 +276,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
          std::optional<std::vector<double>> save_times, std::optional<double> stop_level,
          const std::string& policy, double blowup_threshold, const std::string& control,
          double tolerance, int max_depth, std::optional<bool> batched, bool keep_paths,
-         bool progress) {
+         bool progress, const std::string& covariance) {
         const unsigned long long seed_value = PyLong_AsUnsignedLongLong(seed.ptr());
         if (PyErr_Occurred()) {
           PyErr_Clear();
@@ -305,6 +306,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
         eopt.paths = paths;
         eopt.keep_paths = keep_paths;
         eopt.progress = progress ? progress_mode::on : progress_mode::off;
+        eopt.covariance = parse_covariance_mode(covariance, "covariance");
 
         // The program's limits (validation/limits.hpp), named as this function's arguments,
         // before anything is allocated.
@@ -322,8 +324,19 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           double per_path = cli::ensemble_bytes_per_path(entries, functionals, keep_paths,
                                                          iopt.save_times.size());
           if (keep_paths) per_path += 8.0 * entries * (1.0 + saves) + 4.0 * 9 + 8.0;
-          cli::check_memory("paths", std::to_string(paths), per_path * static_cast<double>(paths),
-                            fmt::format("{:.0f} bytes per path", per_path));
+          // The summaries: the packed coordinates (K ≤ entries; m(m + 1)/2 on the symmetric
+          // spaces, where the covariance is kept up to a larger m), with or without their
+          // covariance; bounded above by K = entries.
+          const double fewest = rows == cols ? entries - static_cast<double>(rows) *
+                                                             static_cast<double>(rows - 1) / 2.0
+                                             : entries;
+          const bool full = keeps_covariance(eopt.covariance, static_cast<int>(fewest));
+          const double summaries = cli::ensemble_summary_bytes(entries, static_cast<double>(paths),
+                                                               iopt.save_times.size(), full);
+          cli::check_memory("paths", std::to_string(paths),
+                            per_path * static_cast<double>(paths) + summaries,
+                            fmt::format("{:.0f} bytes per path and {:.0f} of summaries{}", per_path,
+                                        summaries, full ? " (with the covariance)" : ""));
         };
 
         std::function<bool(const matrix&, double)> stop;
@@ -407,7 +420,8 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
       py::arg("stop_level") = py::none(), py::arg("policy") = "automatic",
       py::arg("blowup_threshold") = 1e6, py::arg("step_control") = "fixed",
       py::arg("tolerance") = 0.05, py::arg("max_depth") = 40, py::arg("batched") = py::none(),
-      py::arg("keep_paths") = true, py::arg("progress") = false, R"doc(
+      py::arg("keep_paths") = true, py::arg("progress") = false,
+      py::arg("covariance") = "automatic", R"doc(
 Runs `paths` independent paths of `sde` from V0 on [0, T] with the scheme named `scheme` ("em",
 "milstein", "milstein-commutative", "predictor-corrector") and returns an ncsde.Result.
 
@@ -427,7 +441,9 @@ policy: the cone policy ("automatic" = "count": exits are counted and the scheme
 "throw"). blowup_threshold: max |V^{ab}| above which a path has blown up. step_control: "fixed",
 "increment" or "doubling" (with tolerance, max_depth). batched: step lane groups (8 paths, 64 for a PythonSde) where the
 run allows it (None: False for models, the PythonSde's own flag). keep_paths: fill the per-path
-arrays (False: summaries only). progress: a progress bar on stderr.
+arrays (False: summaries only). progress: a progress bar on stderr. covariance: what the
+summaries keep of the packed coordinates' spread, "full" (Result.terminal_covariance, K² numbers),
+"diagonal" (their variances) or "automatic" (full for K ≤ 136, i.e. m ≤ 16 on matrices).
 
 Bad arguments raise ValueError naming the argument and the value.)doc");
 }

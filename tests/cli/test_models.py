@@ -273,8 +273,8 @@ class ModelsCli(CliTestCase):
                              timeout=60,
                              prefix=["/bin/sh", "-c", 'ulimit -v 2000000 && exec "$0" "$@"'])
         pattern = (r"--paths 100000000: the run needs about [0-9.]+ GB of memory \([0-9]+ bytes "
-                   r"per path: 1 functional value\), more than the 2.05 GB available "
-                   r"\(RLIMIT_AS\)")
+                   r"per path: 1 functional value; [0-9]+ bytes of summaries, with the entries' "
+                   r"covariance\), more than the 2.05 GB available \(RLIMIT_AS\)")
         self.assertTrue(r.returncode == 2 and re.search(pattern, r.stderr),
                         f"simulate --paths 1e8 under ulimit -v 2000000: exit {r.returncode}, "
                         f"expected 2 and the memory estimate:\n{r.stderr}")

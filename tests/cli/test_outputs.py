@@ -18,6 +18,7 @@
     beyond 1e100 (whose summaries would overflow to inf) is refused naming --V0.
 """
 
+import json
 import os
 import resource
 import signal
@@ -194,11 +195,46 @@ class OutputsCli(CliTestCase):
                             "0.01", "--threads", "1", "--step-control", "fixed"])
         self.assertGreaterEqual(est, rss - base_rss, f"blowup: estimate {est:.0f}, measured "
                                 f"{rss - base_rss} above the baseline")
+        # simulate at m = 64: the summaries keep the entries' variances (K = 2080 > 136), not
+        # their 2080² covariance per block of 64 paths (1.2 GB at 1024 paths before).
+        v64 = ";".join(",".join("1" if i == j else "0.5" for j in range(64)) for i in range(64))
+        est, rss = measure(["simulate", "--model", "mlp", "--V0", v64, "--paths", "1024", "--T",
+                            "0.001", "--dt", "0.001", "--threads", "1"])
+        self.assertGreaterEqual(est, rss - base_rss, f"simulate m = 64: estimate {est:.0f}, "
+                                f"measured {rss - base_rss} above the baseline")
+        self.assertLess(rss, 300e6, "simulate m = 64, 1024 paths: the summaries grew with m⁴")
+        # and with --covariance full the estimate counts the covariances (m = 32, K = 528).
+        v32 = ";".join(",".join("1" if i == j else "0.5" for j in range(32)) for i in range(32))
+        est, rss = measure(["simulate", "--model", "mlp", "--V0", v32, "--paths", "1024", "--T",
+                            "0.001", "--dt", "0.001", "--threads", "1", "--covariance", "full"])
+        self.assertGreaterEqual(est, rss - base_rss, f"simulate m = 32 --covariance full: "
+                                f"estimate {est:.0f}, measured {rss - base_rss} above the baseline")
         # coefficients at m = 24 (JSON: m⁴ numbers).
         v = ";".join(",".join("2" if i == j else "0" for j in range(24)) for i in range(24))
         est, rss = measure(["coefficients", "--model", "attention", "--V", v])
         self.assertGreaterEqual(est, rss - base_rss, f"coefficients m = 24: estimate {est:.0f}, "
                                 f"measured {rss - base_rss} above the baseline")
+
+    def test_covariance_of_the_entries(self):
+        # automatic: the covariance up to K = 136 entries (m = 16), the variances beyond (JSON
+        # null); means and standard errors are the same bits either way; full on request.
+        def summary(v0, *flags):
+            out = self.run_ok("simulate", "--model", "mlp", "--V0", v0, "--paths", "200", "--T",
+                              "0.01", "--threads", "2", "--format", "json", *flags)
+            return json.loads(out)["terminal_completed"]
+
+        def identity(m):
+            return ";".join(",".join("1" if i == j else "0" for j in range(m)) for i in range(m))
+
+        full = summary(V2)
+        self.assertEqual(len(full["covariance"]), 3)
+        diagonal = summary(V2, "--covariance", "diagonal")
+        self.assertIsNone(diagonal["covariance"])
+        self.assertEqual((diagonal["mean"], diagonal["stderr"]), (full["mean"], full["stderr"]))
+        self.assertEqual(len(summary(identity(16))["covariance"]), 136)
+        self.assertIsNone(summary(identity(17))["covariance"])
+        self.assertEqual(len(summary(identity(17), "--covariance", "full")["covariance"]), 153)
+        self.expect_usage_error(["--covariance"], "simulate", "--V0", V2, "--covariance", "some")
 
     def test_oversized_runs_are_refused_up_front(self):
         # Each ran out of memory (bad_alloc) or grew for minutes before; now refused with the

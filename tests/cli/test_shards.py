@@ -71,6 +71,12 @@ class ShardsCli(CliTestCase):
                        [(0, 1), (1, 2), (2, 149), (149, 150)]):
             with self.subTest(ranges=ranges):
                 self.assert_merge_is(self.shards(d, ranges), whole_json, whole_csv, whole_table)
+        # Summaries that keep the variances only (--covariance diagonal) merge the same way.
+        run = RUN + ["--covariance", "diagonal"]
+        whole_json, whole_csv, whole_table = self.whole_run(d, "simulate", run)
+        self.assertIn('"covariance": null', whole_json)
+        self.assert_merge_is(self.shards(d, [(0, 37), (37, 150)], run=run, tag="diagonal"),
+                             whole_json, whole_csv, whole_table)
 
     # ---- 2. refused shards ----
     def test_bad_shards(self):
@@ -209,7 +215,8 @@ class ShardsCli(CliTestCase):
                    ("--T", "0.3"), ("--dt", "0.02"), ("--paths", "160"), ("--seed", "2"),
                    ("--scheme", "milstein-commutative"), ("--stop-level", "4"),
                    ("--blowup-threshold", "1e5"), ("--pd-policy", "count"), ("--tau0", "2"),
-                   ("--gamma2", "0.25"), ("--step-control", "increment"), ("--batched", None)]
+                   ("--gamma2", "0.25"), ("--step-control", "increment"), ("--batched", None),
+                   ("--covariance", "diagonal")]
         for flag, value in altered:
             with self.subTest(flag=flag):
                 (b,) = self.shards(d, [(70, 150)], run=with_flag(flag, value), tag=flag[2:])

@@ -52,6 +52,24 @@ def test_summaries_only_without_keep_paths():
     assert r.completed == 20 and r.terminal_mean.shape == (2, 2)
 
 
+def test_covariance_of_the_entries():
+    # The covariance of the packed entries is kept up to K = 136 (m = 16) unless asked otherwise;
+    # without it terminal_covariance names the argument, and the means are the same bits.
+    sde = ncsde.models.covariance_sde("mlp")
+    full = ncsde.simulate(sde, V0, 0.1, dt=0.01, paths=100, seed=3, keep_paths=False)
+    diagonal = ncsde.simulate(sde, V0, 0.1, dt=0.01, paths=100, seed=3, keep_paths=False,
+                              covariance="diagonal")
+    assert full.terminal_covariance.shape == (3, 3)
+    assert np.array_equal(full.terminal_mean, diagonal.terminal_mean)
+    with pytest.raises(ValueError, match="covariance full"):
+        diagonal.terminal_covariance
+    wide = ncsde.simulate(sde, np.eye(17), 0.01, dt=0.01, paths=10, keep_paths=False)
+    with pytest.raises(ValueError, match="not kept"):
+        wide.terminal_covariance
+    with pytest.raises(ValueError, match="covariance must be one of"):
+        ncsde.simulate(sde, V0, 0.1, covariance="some")
+
+
 def test_threads_do_not_change_a_single_bit():
     sde = ncsde.models.covariance_sde("attention", tau0=0.5, gamma2=1.0)
     one = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=300, seed=9, threads=1)

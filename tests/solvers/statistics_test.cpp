@@ -56,6 +56,42 @@ TEST_CASE(
   CHECK(empty.covariance() == all.covariance());
 }
 
+TEST_CASE(
+    "moments: the diagonal form's means, variances and standard errors are the full form's bits") {
+  // The diagonal form performs the full form's operations on the diagonal entries, so every number
+  // both report is the same, added one by one or merged in any grouping; only the covariance is
+  // missing (a named error), and a merge of the two forms is refused.
+  const int d = 5, n = 300;
+  const matrix x = support::random_gaussian(d, n, 11) + matrix::Constant(d, n, 3.0);
+  moments full(d), diag(d, false), full_a(d), full_b(d), diag_a(d, false), diag_b(d, false);
+  for (int i = 0; i < n; ++i) {
+    full.add(x.col(i));
+    diag.add(x.col(i));
+    (i < 123 ? full_a : full_b).add(x.col(i));
+    (i < 123 ? diag_a : diag_b).add(x.col(i));
+  }
+  CHECK(full.has_covariance());
+  CHECK_FALSE(diag.has_covariance());
+  CHECK(diag.m2().cols() == 1);
+  CHECK(diag.mean() == full.mean());
+  CHECK(diag.variance() == full.covariance().diagonal());
+  CHECK(diag.standard_error() == full.standard_error());
+  full_a.merge(full_b);
+  diag_a.merge(diag_b);
+  CHECK(diag_a.count() == n);
+  CHECK(diag_a.mean() == full_a.mean());
+  CHECK(diag_a.variance() == full_a.variance());
+  CHECK(diag_a.standard_error() == full_a.standard_error());
+  // Restored from its raw accumulator, the diagonal form is the same accumulator.
+  const moments back = moments::from_raw(diag.count(), diag.mean(), diag.m2(), false);
+  CHECK(back.standard_error() == diag.standard_error());
+  CHECK_THROWS_WITH_AS(diag.covariance(),
+                       doctest::Contains("covariance of the coordinates was not kept"),
+                       ncsde::invalid_argument);
+  CHECK_THROWS_WITH_AS(full.merge(diag), doctest::Contains("only its diagonal"),
+                       ncsde::invalid_argument);
+}
+
 TEST_CASE("moments: fewer than two samples; wrong dimensions are assertion failures") {
   moments m(2);
   CHECK(m.count() == 0);

@@ -226,6 +226,8 @@ int run_blowup_command(const blowup_args& a) {
   eopt.paths = a.run.paths;
   eopt.threads = a.run.threads;
   eopt.batched = a.run.batched;
+  // The curve reads the paths' statuses and times only: the summaries keep no covariance.
+  eopt.covariance = covariance_mode::diagonal;
   try {
     apply_step_flags(a.steps, iopt);
     validate_options(iopt);
@@ -236,10 +238,11 @@ int run_blowup_command(const blowup_args& a) {
     const step_grid grid(0.0, a.t_end, iopt.dt);
     check_sde_steps(a.t_end, a.dt, static_cast<double>(grid.steps), a.run.paths, "--paths");
     // Per path (limits.hpp): the status and the explosion or stop time; no functionals.
-    const double per_path =
-        ensemble_bytes_per_path(packed_size(static_cast<int>(v0->rows())), 0, false, 0);
+    const double K = packed_size(static_cast<int>(v0->rows()));
+    const double per_path = ensemble_bytes_per_path(K, 0, false, 0);
     check_memory("--paths", std::to_string(a.run.paths),
-                 per_path * static_cast<double>(a.run.paths),
+                 per_path * static_cast<double>(a.run.paths) +
+                     ensemble_summary_bytes(K, static_cast<double>(a.run.paths), 0, false),
                  fmt::format("{:.0f} bytes per path", per_path));
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);

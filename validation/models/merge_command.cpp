@@ -202,6 +202,7 @@ int run_merge_command(const merge_args& a) {
   eopt.threads = whole.run.threads;
   eopt.keep_paths = whole.keep_paths;
   eopt.block_size = static_cast<int>(whole.block_size);
+  eopt.covariance = whole.covariance ? covariance_mode::full : covariance_mode::diagonal;
   eopt.functionals = summary_functionals(static_cast<int>(whole.run.layout.rows));
   if (!a.out.empty() && !whole.keep_paths)
     throw_invalid_argument("ncsde merge", "--out", a.out,

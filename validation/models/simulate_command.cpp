@@ -7,6 +7,7 @@
 ///                  [--stop-level K] [--step-control fixed|increment|doubling]
 ///                  [--tolerance 0.05] [--max-depth 40]
 ///                  [--out FILE.csv] [--format table|json] [--paths-range A:B --partial FILE]
+///                  [--covariance automatic|full|diagonal]
 ///
 /// --scheme takes any registry scheme (ncsde/schemes.hpp; `ncsde convergence --list-schemes`).
 /// The functionals summarised are every correlation ρ^{ab} (a < b, named rho<a><b>, 1-indexed) and
@@ -56,6 +57,7 @@ struct simulate_args {
   std::string format = "table";
   std::string paths_range;
   std::string partial;
+  std::string covariance = "automatic";
 };
 
 int run_simulate_command(const simulate_args& a) {
@@ -88,6 +90,7 @@ int run_simulate_command(const simulate_args& a) {
   const bool shard = !a.partial.empty();
   eopt.keep_paths = !a.out.empty() || shard;
   eopt.functionals = summary_functionals(m);
+  eopt.covariance = parse_covariance_mode(a.covariance, "--covariance");
 
   // Every value is checked before --out is touched, so that a bad flag leaves an earlier file as it
   // was; the grid check also bounds T/dt.
@@ -106,12 +109,17 @@ int run_simulate_command(const simulate_args& a) {
     const double K = packed_size(m);
     const double per_path = ensemble_bytes_per_path(K, eopt.functionals.size(), eopt.keep_paths,
                                                     iopt.save_times.size());
-    check_memory(shard ? "--paths-range" : "--paths",
-                 shard ? a.paths_range : std::to_string(a.run.paths),
-                 per_path * static_cast<double>(range.last - range.first),
-                 fmt::format("{:.0f} bytes per path: {} functional value{}{}", per_path,
-                             eopt.functionals.size(), eopt.functionals.size() == 1 ? "" : "s",
-                             eopt.keep_paths ? " and, for --out, the path's V" : ""));
+    const double paths = static_cast<double>(range.last - range.first);
+    const bool covariance = keeps_covariance(eopt.covariance, static_cast<int>(K));
+    const double summaries = ensemble_summary_bytes(K, paths, iopt.save_times.size(), covariance);
+    check_memory(
+        shard ? "--paths-range" : "--paths", shard ? a.paths_range : std::to_string(a.run.paths),
+        per_path * paths + summaries,
+        fmt::format("{:.0f} bytes per path: {} functional value{}{}; {:.0f} bytes of "
+                    "summaries{}",
+                    per_path, eopt.functionals.size(), eopt.functionals.size() == 1 ? "" : "s",
+                    eopt.keep_paths ? " and, for --out, the path's V" : "", summaries,
+                    covariance ? ", with the entries' covariance" : ""));
   } catch (const ncsde::invalid_argument& e) {
     report_invalid_argument(e);
     return exit_usage;
@@ -179,6 +187,12 @@ command simulate_command() {
                    "ncsde merge joins the shards into the output of the whole run");
     sub.add_option("--format", a->format, "Summary format")
         ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    sub.add_option("--covariance", a->covariance,
+                   "What the summaries keep of the entries' spread: full (their covariance, K^2 "
+                   "numbers for K = m(m+1)/2 entries), diagonal (their variances) or automatic "
+                   "(full for m <= 16); means and standard errors are the same either way")
+        ->check(CLI::IsMember({"automatic", "full", "diagonal"}))
         ->capture_default_str();
     return [a]() { return run_simulate_command(*a); };
   };
