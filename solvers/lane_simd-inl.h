@@ -46,18 +46,61 @@ struct lanes_out {
   HWY_INLINE void set(Eigen::Index k, V x) const { hn::StoreU(x, D(), p + k * stride); }
 };
 
+/// The products below compute a tile of kRows × kCols entries of the output at once: kRows·kCols
+/// independent sums, enough to keep the adder busy while each waits for the one before it, and
+/// the loads of a step shared by the tile's rows and columns. Each entry's sum still runs over its
+/// index from 0 in increasing order, starting from +0, as the one-entry loop does (the entries the
+/// tiles leave over take that loop): the tiling changes which entries are computed together,
+/// never an entry's operations, so the numbers are those of the one-entry loop bit for bit.
+/// AVX-512's 32 registers hold a 4 × 4 tile and its operands; 16-register targets a 4 × 2 one.
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+constexpr int kRows = 4, kCols = 4;
+#else
+constexpr int kRows = 4, kCols = 2;
+#endif
+
 /// out = L X (lanes.hpp lane_product): out(a, d) = Σ_c L(a, c) X(c, d), c from 0 (to a when
 /// `lower`). M: m at compile time, or Eigen::Dynamic.
 template <int M, class L, class X>
 HWY_INLINE void product(const L& l, const X& x, int m_in, bool lower, const lanes_out& o) {
   const int m = M == Eigen::Dynamic ? m_in : M;
-  for (int d = 0; d < m; ++d)
-    for (int a = 0; a < m; ++a) {
-      const int c_end = lower ? a + 1 : m;
-      V s = hn::Zero(D());
-      for (int c = 0; c < c_end; ++c) s = hn::Add(s, hn::Mul(l(at(a, c, m)), x(at(c, d, m))));
-      o.set(at(a, d, m), s);
+  auto one = [&](int a, int d) {
+    const int c_end = lower ? a + 1 : m;
+    V s = hn::Zero(D());
+    for (int c = 0; c < c_end; ++c) s = hn::Add(s, hn::Mul(l(at(a, c, m)), x(at(c, d, m))));
+    o.set(at(a, d, m), s);
+  };
+  int d = 0;
+  for (; d + kCols <= m; d += kCols) {
+    int a = 0;
+    for (; a + kRows <= m; a += kRows) {
+      V s[kRows][kCols];
+      for (int r = 0; r < kRows; ++r)
+        for (int j = 0; j < kCols; ++j) s[r][j] = hn::Zero(D());
+      // Every row of the tile sums c < a + 1 at least; row a + r, under `lower`, to a + r.
+      const int common = lower ? a + 1 : m;
+      for (int c = 0; c < common; ++c) {
+        V lc[kRows], xc[kCols];
+        for (int r = 0; r < kRows; ++r) lc[r] = l(at(a + r, c, m));
+        for (int j = 0; j < kCols; ++j) xc[j] = x(at(c, d + j, m));
+        for (int r = 0; r < kRows; ++r)
+          for (int j = 0; j < kCols; ++j) s[r][j] = hn::Add(s[r][j], hn::Mul(lc[r], xc[j]));
+      }
+      if (lower)
+        for (int r = 1; r < kRows; ++r)
+          for (int c = common; c <= a + r; ++c) {
+            const V lc = l(at(a + r, c, m));
+            for (int j = 0; j < kCols; ++j)
+              s[r][j] = hn::Add(s[r][j], hn::Mul(lc, x(at(c, d + j, m))));
+          }
+      for (int r = 0; r < kRows; ++r)
+        for (int j = 0; j < kCols; ++j) o.set(at(a + r, d + j, m), s[r][j]);
     }
+    for (; a < m; ++a)
+      for (int j = 0; j < kCols; ++j) one(a, d + j);
+  }
+  for (; d < m; ++d)
+    for (int a = 0; a < m; ++a) one(a, d);
 }
 
 /// out = X Lᵀ (lane_product_transposed): out(a, b) = Σ_d X(a, d) L(b, d), d from 0 (to b when
@@ -66,13 +109,43 @@ template <int M, class X, class L>
 HWY_INLINE void product_transposed(const X& x, const L& l, int m_in, bool lower,
                                    const lanes_out& o) {
   const int m = M == Eigen::Dynamic ? m_in : M;
-  for (int b = 0; b < m; ++b)
-    for (int a = 0; a < m; ++a) {
-      const int d_end = lower ? b + 1 : m;
-      V s = hn::Zero(D());
-      for (int d = 0; d < d_end; ++d) s = hn::Add(s, hn::Mul(x(at(a, d, m)), l(at(b, d, m))));
-      o.set(at(a, b, m), s);
+  auto one = [&](int a, int b) {
+    const int d_end = lower ? b + 1 : m;
+    V s = hn::Zero(D());
+    for (int d = 0; d < d_end; ++d) s = hn::Add(s, hn::Mul(x(at(a, d, m)), l(at(b, d, m))));
+    o.set(at(a, b, m), s);
+  };
+  int b = 0;
+  for (; b + kCols <= m; b += kCols) {
+    int a = 0;
+    for (; a + kRows <= m; a += kRows) {
+      V s[kRows][kCols];
+      for (int r = 0; r < kRows; ++r)
+        for (int j = 0; j < kCols; ++j) s[r][j] = hn::Zero(D());
+      // Every column of the tile sums d < b + 1 at least; column b + j, under `lower`, to b + j.
+      const int common = lower ? b + 1 : m;
+      for (int d = 0; d < common; ++d) {
+        V xa[kRows], lb[kCols];
+        for (int r = 0; r < kRows; ++r) xa[r] = x(at(a + r, d, m));
+        for (int j = 0; j < kCols; ++j) lb[j] = l(at(b + j, d, m));
+        for (int r = 0; r < kRows; ++r)
+          for (int j = 0; j < kCols; ++j) s[r][j] = hn::Add(s[r][j], hn::Mul(xa[r], lb[j]));
+      }
+      if (lower)
+        for (int j = 1; j < kCols; ++j)
+          for (int d = common; d <= b + j; ++d) {
+            const V lb = l(at(b + j, d, m));
+            for (int r = 0; r < kRows; ++r)
+              s[r][j] = hn::Add(s[r][j], hn::Mul(x(at(a + r, d, m)), lb));
+          }
+      for (int r = 0; r < kRows; ++r)
+        for (int j = 0; j < kCols; ++j) o.set(at(a + r, b + j, m), s[r][j]);
     }
+    for (; a < m; ++a)
+      for (int j = 0; j < kCols; ++j) one(a, b + j);
+  }
+  for (; b < m; ++b)
+    for (int a = 0; a < m; ++a) one(a, b);
 }
 
 /// The Cholesky factor of the chunk's states (lane_cholesky): the left-looking column algorithm,
