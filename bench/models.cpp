@@ -497,6 +497,54 @@ void register_registry_ensembles() {
         ->MeasureProcessCPUTime();
 }
 
+/// roofline/em/{path,batched}/<model>/m:<m>, m ∈ {16, 64, 128}: the structured Euler–Maruyama step
+/// per path (integrate(), one path of `steps` steps per iteration) and batched (a one-thread batched
+/// ensemble, process CPU time), with the step's flops (em_step_count: products as evaluated, and
+/// the O(m²) work) as counters; bench/run divides them by the time per path-step and compares the
+/// rate with the core's FP64 peak measured in the same run (peak/fp64_mul_add, bench/peak.cpp).
+/// The batched runs keep to whole lane groups and few steps at large m (one iteration of 8 paths
+/// of 2 steps at m = 128 is about 0.1 s).
+void register_roofline() {
+  for (const bench_model& model : all_models())
+    for (const int m : {16, 64, 128}) {
+      if (quick && m == 128) continue;
+      const models::covariance_sde sde = model.sde();
+      const op_count c = em_step_count(sde, m);
+      const std::string tail = model.label + "/m:" + std::to_string(m);
+      auto counters = [c](benchmark::State& st) {
+        st.counters["gemm_flops"] = c.gemm_flops;
+        st.counters["elementwise_flops"] = c.elementwise_flops;
+      };
+      const int steps = m <= 16 ? 64 : m <= 64 ? 8 : 2;
+      benchmark::RegisterBenchmark(("roofline/em/path/" + tail).c_str(), [=](benchmark::State& st) {
+        path_step<euler_maruyama<>>(st, sde, m, steps);
+        counters(st);
+      });
+      const long long paths = m <= 16 ? 256 : m <= 64 ? 16 : 8;
+      benchmark::RegisterBenchmark(("roofline/em/batched/" + tail).c_str(),
+                                   [=](benchmark::State& st) {
+                                     batched_path_step(st, sde, m, steps, paths);
+                                     counters(st);
+                                   })
+          ->MeasureProcessCPUTime();
+    }
+}
+
+/// ensemble_large/em/transformer/m:64/paths:256/threads:<t>: the default (per-path) ensemble of 256
+/// paths at m = 64 on 1 and 2 threads, wall time: whether a large-m run with few paths uses the
+/// cores (32 blocks of 8 paths: ensemble_options::block_size).
+void register_large_ensembles() {
+  const int steps = quick ? 2 : 4;
+  for (const int threads : {1, 2})
+    benchmark::RegisterBenchmark(
+        ("ensemble_large/em/transformer/m:64/paths:256/threads:" + std::to_string(threads)).c_str(),
+        [=](benchmark::State& st) {
+          ensemble(st, find_model("transformer"), 64, threads, 256, steps, false);
+        })
+        ->UseRealTime()
+        ->MeasureProcessCPUTime();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -506,5 +554,7 @@ int main(int argc, char** argv) {
     register_batched_path_steps();
     register_ensembles();
     register_registry_ensembles();
+    register_roofline();
+    register_large_ensembles();
   });
 }
