@@ -1,5 +1,5 @@
 // The lane-group linear algebra of lanes.hpp (lane_product, lane_product_transposed,
-// lane_cholesky) and the batched engine's step arithmetic (detail::lane_trial_columns) on Google
+// lane_cholesky) and the batched engine's step arithmetic (detail::lane_combine_columns) on Google
 // Highway's vectors: solvers/lane_simd-inl.h compiled for every target and
 // the widest one the CPU runs chosen at run time, as in random.cpp. Built with -ffp-contract=off:
 // the same bits on every target.
@@ -34,7 +34,7 @@ struct lanes_table {
   void (*product)(const double* l, const double* x, Eigen::Index x_stride, int m, bool lower,
                   double* out, bool transposed);
   void (*cholesky)(const double* v, int lanes, int m, double* l, bool* ok);
-  void (*trial)(const detail::lane_trial_args& a);
+  void (*combine)(const detail::lane_combination_args& a);
 };
 
 }  // namespace
@@ -47,7 +47,7 @@ namespace ncsde {
 namespace HWY_NAMESPACE {
 namespace {
 
-using detail::lane_trial_args;
+using detail::lane_combination_args;
 using lane_simd::chunk;
 using lane_simd::D;
 using lane_simd::lanes_in;
@@ -71,39 +71,43 @@ void product(const double* l, const double* x, Eigen::Index x_stride, int m, boo
   });
 }
 
-/// Column k of a chunk of lanes: the trial state's entry, v + ((h·b + G dW) [+ M]).
-HWY_INLINE V trial_entry(const lane_trial_args& a, int o, Eigen::Index k, V h) {
+/// Coordinate k of a chunk of lanes: v + (((t_0 + t_1) + …)), from the left.
+HWY_INLINE V combination_entry(const lane_combination_args& a, int o, Eigen::Index k) {
   const Eigen::Index at_k = o + k * a.lanes;
-  const V step =
-      hn::Add(hn::Mul(h, hn::LoadU(D(), a.drift + at_k)), hn::LoadU(D(), a.noise + at_k));
-  const V v = hn::LoadU(D(), a.v + at_k);
-  if (a.term == nullptr) return hn::Add(v, step);
-  return hn::Add(v, hn::Add(step, hn::LoadU(D(), a.term + at_k)));
+  auto term = [&](int i) {
+    const detail::lane_term& t = a.terms[static_cast<std::size_t>(i)];
+    const V x = hn::LoadU(D(), t.x + at_k);
+    return t.scaled ? hn::Mul(hn::Set(D(), t.scale), x) : x;
+  };
+  V sum = term(0);
+  for (int i = 1; i < a.count; ++i) sum = hn::Add(sum, term(i));
+  if (a.v == nullptr) return sum;
+  return hn::Add(hn::LoadU(D(), a.v + at_k), sum);
 }
 
-/// detail::lane_trial_columns: chunk by chunk of lanes, each column formed, symmetrised (pairs
+/// detail::lane_combine_columns: chunk by chunk of lanes, each column formed, symmetrised (pairs
 /// (a, b), a > b, after the diagonal entry of column b, in increasing a, as symmetrize_measured)
 /// and measured once.
-void trial(const lane_trial_args& a) {
-  const V h = hn::Set(D(), a.h), half = hn::Set(D(), 0.5);
+void combine(const lane_combination_args& a) {
+  const V half = hn::Set(D(), 0.5);
   for (int o = 0; o < a.lanes; o += chunk) {
     V asymmetry = hn::Zero(D()), nonfinite = hn::Zero(D()), size = hn::Zero(D());
     auto measure = [&](V x) {
       nonfinite = hn::Add(nonfinite, hn::Sub(x, x));  // 0 for finite x, NaN otherwise
       size = hn::Max(size, hn::Abs(x));               // exact for finite values
     };
-    auto store = [&](Eigen::Index k, V x) { hn::StoreU(x, D(), a.trial + o + k * a.lanes); };
+    auto store = [&](Eigen::Index k, V x) { hn::StoreU(x, D(), a.out + o + k * a.lanes); };
     if (a.m > 0) {
       const int m = a.m;
       for (int b = 0; b < m; ++b) {
         const Eigen::Index bb = lane_simd::at(b, b, m);
-        V d = trial_entry(a, o, bb, h);
+        V d = combination_entry(a, o, bb);
         d = hn::Mul(half, hn::Add(d, d));  // as symmetrize(): d + d may overflow to inf
         store(bb, d);
         measure(d);
         for (int r = b + 1; r < m; ++r) {
           const Eigen::Index rb = lane_simd::at(r, b, m), br = lane_simd::at(b, r, m);
-          const V x_rb = trial_entry(a, o, rb, h), x_br = trial_entry(a, o, br, h);
+          const V x_rb = combination_entry(a, o, rb), x_br = combination_entry(a, o, br);
           const V gap = hn::Abs(hn::Sub(x_rb, x_br));
           asymmetry = hn::IfThenElse(hn::Le(gap, asymmetry), asymmetry, gap);  // keeps a NaN gap
           const V mean = hn::Mul(half, hn::Add(x_rb, x_br));
@@ -115,7 +119,7 @@ void trial(const lane_trial_args& a) {
       }
     } else {
       for (Eigen::Index k = 0; k < a.k; ++k) {
-        const V x = trial_entry(a, o, k, h);
+        const V x = combination_entry(a, o, k);
         store(k, x);
         measure(x);
       }
@@ -149,7 +153,7 @@ namespace ncsde {
 namespace {
 
 #define NCSDE_LANES_TARGET(T) \
-  lanes_table{HWY_##T, &N_##T::product, &N_##T::cholesky, &N_##T::trial},
+  lanes_table{HWY_##T, &N_##T::product, &N_##T::cholesky, &N_##T::combine},
 constexpr lanes_table target_tables[] = {NCSDE_HWY_TARGETS(NCSDE_LANES_TARGET)};
 #undef NCSDE_LANES_TARGET
 
@@ -200,12 +204,31 @@ void lane_cholesky_columns(const double* v, int lanes, int m, double* l, bool* o
   tables().cholesky(v, lanes, m, l, ok);
 }
 
-void lane_trial_columns(const lane_trial_args& a) {
+void lane_combine_columns(const lane_combination_args& a) {
   NCSDE_ASSERT(a.lanes >= batch_width && a.lanes % batch_width == 0,
-               "lane_trial_columns: the lane count must be a multiple of batch_width");
+               "lane_combine_columns: the lane count must be a multiple of batch_width");
   NCSDE_ASSERT(a.m == 0 || a.k == static_cast<Eigen::Index>(a.m) * a.m,
-               "lane_trial_columns: a symmetric state must be m×m");
-  tables().trial(a);
+               "lane_combine_columns: a symmetric state must be m×m");
+  NCSDE_ASSERT(a.count >= 1 && a.count <= max_lane_terms,
+               "lane_combine_columns: 1 to max_lane_terms terms");
+  tables().combine(a);
+}
+
+void lane_trial_columns(const lane_trial_args& a) {
+  lane_combination_args c;
+  c.v = a.v;
+  c.terms[0] = lane_term{a.drift, a.h, true};
+  c.terms[1] = lane_term{a.noise};
+  c.count = 2;
+  if (a.term != nullptr) c.terms[c.count++] = lane_term{a.term};
+  c.lanes = a.lanes;
+  c.k = a.k;
+  c.m = a.m;
+  c.out = a.trial;
+  c.asymmetry = a.asymmetry;
+  c.nonfinite = a.nonfinite;
+  c.size = a.size;
+  lane_combine_columns(c);
 }
 
 std::int64_t lane_target() { return tables().target; }

@@ -1,24 +1,24 @@
 #pragma once
-/// The batched path engine: Euler–Maruyama or the commutative Milstein scheme on a group of
-/// batch_width paths at once, for SDEs with a batched form (BatchedSde, lanes.hpp). run_ensemble()
-/// uses it when ensemble_options::batched is set and the run allows it (batched_run_allowed below); every other run, and every SDE without a
-/// batched form, steps path by path (integrate.hpp), unchanged.
+/// The batched path engine: a scheme's lane form (LaneScheme below: Euler–Maruyama and the
+/// commutative Milstein scheme declare one in their headers) on a group of batch_width paths at
+/// once, for SDEs with a batched form (BatchedSde, lanes.hpp). run_ensemble() uses it when
+/// ensemble_options::batched is set and the run allows it (batched_run_allowed below, and the
+/// scheme's own lane_form::applies); every other run, and every SDE without a batched form, steps
+/// path by path (integrate.hpp), unchanged.
 ///
 /// Per-path semantics are those of path_integrator, lane by lane:
 ///  - lane l is path first + l and draws its increments from the same stream (seed, path) at the
 ///    same addresses (lane_normals_at gives random_stream's numbers bit for bit; the increments of
 ///    up to four steps of the group are drawn in one call);
 ///  - each lane has its own blow-up, stop condition, symmetrisation, cone check and pd_policy, its
-///    own counters and its own status; a lane that has stopped is masked (its row is reset to V0 and
-///    its results kept) while the others go on, and a lane that is projected is projected alone;
-///  - the step is that of the scheme, in its operations and their order: V + (b dt + G dW) for
-///    euler_maruyama; for milstein_commutative the derivative-free form (milstein.hpp),
-///    V + ((b dt + G dW) + M) with M = (Σ_j G(Ῡ_j) I_(j,·) − G(V) Σ_j I_(j,·)) / √dt,
-///    Ῡ_j = (V + b dt) + √dt G_j, I_(j,l) = ½ dW_j dW_l − ½ dt δ_jl, the G_j = G(V) e_j formed by
-///    diffusion_lanes at the unit vectors (2k + 2 batched noise evaluations a step); each lane's I
-///    and Σ_j I_(j,·) are formed by the per-path stepper's own expressions (O(k²) per lane), so a
-///    lane's numbers are the per-path ones bit for bit wherever diffusion_lanes computes in the
-///    per-path order.
+///    own counters and its own status, decided by the one settle (integrate.hpp) that decides a
+///    path's steps; a lane that has stopped is masked (its row is reset to V0 and its results
+///    kept) while the others go on, and a lane that is projected is projected alone;
+///  - the step is that of the scheme, in its operations and their order: the scheme's lane form
+///    evaluates the coefficients it needs on lane blocks (lane_step: drift_lanes and
+///    diffusion_lanes, shape-checked) and hands its terms, in the order of its per-path
+///    expression, to lane_step::form_trial (detail::lane_combine_columns: the sum, the
+///    symmetrisation and the measurements settle reads, in one pass).
 /// So a path's result is that of the unbatched path up to the SDE's batched coefficients: when
 /// drift_lanes and diffusion_lanes perform the per-path operations in the same order (gbm, the
 /// scalar and vector examples) the results are bit-identical; otherwise (a matrix product summed in
@@ -32,17 +32,20 @@
 /// Lanes never interact, so results do not depend on the grouping, the thread count or the path
 /// range (ensemble.hpp).
 ///
-/// Not batched (these run path by path): other schemes (and milstein_commutative with the
-/// analytic derivative form: it would need a batched diffusion_derivative), adaptive steps
-/// (step_control other than fixed: lanes would no longer share a step), pd_policy refine (a refined lane would take its own
-/// sub-steps), and sources other than the default (seed, path) stream.
+/// Not batched (these run path by path): schemes without a lane form, or whose lane form does not
+/// apply to the run (milstein_commutative with the analytic derivative form: it would need a
+/// batched diffusion_derivative), adaptive steps (step_control other than fixed: lanes would no
+/// longer share a step), pd_policy refine (a refined lane would take its own sub-steps), and
+/// sources other than the default (seed, path) stream.
 #include <Eigen/Core>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -61,9 +64,6 @@ inline bool batched_run_allowed(const integrate_options& resolved) {
   return resolved.control == step_control::fixed && resolved.policy != pd_policy::refine;
 }
 
-/// The schemes the batched engine steps.
-enum class lane_scheme { euler_maruyama, milstein_commutative };
-
 namespace detail {
 
 /// The lowest failing lane of a group and its error (lane −1: none).
@@ -79,10 +79,151 @@ struct lane_failure {
   }
 };
 
-/// `Scheme` on lane groups of W = lane_width_of<S> paths of an SDE S with a batched form, states of type State (a
-/// compile-time-sized matrix or vector, or the dynamic type). One per worker thread: it holds the
-/// lane blocks and the per-lane checker.
-template <class S, class State, lane_scheme Scheme = lane_scheme::euler_maruyama>
+/// One step of a lane group as a scheme's lane form sees it (LaneScheme): the group's states v()
+/// (lane_width_of<S> × coordinates()), the increments dw() (× noise_dimension(), variance h()),
+/// the step [t(), t() + h()]; the SDE's batched coefficients at any block of states, sized and
+/// shape-checked; and form_trial, which forms every lane's trial state from the scheme's terms and
+/// measures it for settle. The lane form names its coefficient blocks (coefficient()) in the order
+/// the per-path scheme checks them for finiteness, so that a lane whose coefficient is not finite
+/// fails with the per-path message. Made by the engine (lane_integrator), one per worker.
+template <class S>
+class lane_step {
+ public:
+  static constexpr int W = lane_width_of<S>;
+  using block = lane_block_of<W>;
+  using column = lane_column_of<W>;
+
+  /// A coefficient block of the step as the lane form named it.
+  struct named_block {
+    const char* which;
+    const block* x;
+  };
+  static constexpr int max_coefficients = 4;
+
+  lane_step(const S& sde, const block& v, const block& dw, block& trial, column& asymmetry,
+            column& nonfinite, column& size)
+      : m_sde(sde),
+        m_v(v),
+        m_dw(dw),
+        m_trial(trial),
+        m_asymmetry(asymmetry),
+        m_nonfinite(nonfinite),
+        m_size(size) {}
+
+  const block& v() const { return m_v; }
+  const block& dw() const { return m_dw; }
+  double t() const { return m_t; }
+  double h() const { return m_h; }
+  Eigen::Index coordinates() const { return m_rows * m_cols; }
+  int noise_dimension() const { return m_k; }
+
+  /// out = b(t, X_l) in row l: S::drift_lanes, out sized W × coordinates().
+  void drift(const block& x, block& out, double t) const {
+    out.resize(W, coordinates());
+    m_sde.drift_lanes(x, out, t);
+    check_shape(out, "drift_lanes");
+  }
+  /// out = G(t, X_l) ξ_l in row l: S::diffusion_lanes, out sized W × coordinates().
+  void diffusion(const block& x, const block& xi, block& out, double t) const {
+    out.resize(W, coordinates());
+    m_sde.diffusion_lanes(x, xi, out, t);
+    check_shape(out, "diffusion_lanes");
+  }
+
+  /// x as a term of form_trial; scale·x.
+  static detail::lane_term term(const block& x) { return detail::lane_term{x.data()}; }
+  static detail::lane_term term(double scale, const block& x) {
+    return detail::lane_term{x.data(), scale, true};
+  }
+
+  /// The trial state of every lane: v + (((t_0 + t_1) + t_2) + …) coordinate by coordinate, the
+  /// sums from the left as the per-path scheme's expression (detail::lane_combine_columns), then
+  /// on symmetric spaces symmetrised as symmetrize_measured, and measured for settle.
+  void form_trial(std::initializer_list<detail::lane_term> terms) const {
+    NCSDE_ASSERT(terms.size() >= 1 && terms.size() <= detail::max_lane_terms,
+                 "lane_step::form_trial: 1 to max_lane_terms terms");
+    m_trial.resize(W, coordinates());
+    detail::lane_combination_args a;
+    a.v = m_v.data();
+    for (const detail::lane_term& t : terms) a.terms[static_cast<std::size_t>(a.count++)] = t;
+    a.lanes = W;
+    a.k = coordinates();
+    a.m = is_symmetric_space(state_space_of<S>) ? static_cast<int>(m_rows) : 0;
+    a.out = m_trial.data();
+    a.asymmetry = m_asymmetry.data();
+    a.nonfinite = m_nonfinite.data();
+    a.size = m_size.data();
+    detail::lane_combine_columns(a);
+  }
+
+  /// Names x, a coefficient block of this step that the trial depends on, `which` as the per-path
+  /// scheme names it ("drift", "noise map"); blocks are checked in the order they are named.
+  void coefficient(const char* which, const block& x) {
+    NCSDE_ASSERT(m_count < max_coefficients, "lane_step::coefficient: too many coefficients");
+    m_coefficients[static_cast<std::size_t>(m_count++)] = named_block{which, &x};
+  }
+
+  /// The engine's: a new step from the current v() over [t, t + h].
+  void begin(double t, double h, Eigen::Index rows, Eigen::Index cols, int k) {
+    m_t = t;
+    m_h = h;
+    m_rows = rows;
+    m_cols = cols;
+    m_k = k;
+    m_count = 0;
+  }
+  /// The engine's: the coefficient blocks named in this step, in order.
+  const named_block* coefficients_begin() const { return m_coefficients.data(); }
+  const named_block* coefficients_end() const { return m_coefficients.data() + m_count; }
+
+ private:
+  void check_shape(const block& out, const char* which) const {
+    if (out.cols() != coordinates())
+      throw evaluation_error(format_message(
+          "integrate: {} returned {} coordinates per lane for a state of {} coordinates", which,
+          out.cols(), coordinates()));
+  }
+
+  const S& m_sde;
+  const block& m_v;
+  const block& m_dw;
+  block& m_trial;
+  column &m_asymmetry, &m_nonfinite, &m_size;
+  double m_t = 0.0, m_h = 0.0;
+  Eigen::Index m_rows = 0, m_cols = 0;
+  int m_k = 0;
+  std::array<named_block, max_coefficients> m_coefficients{};
+  int m_count = 0;
+};
+
+}  // namespace detail
+
+/// Stepper has a batched form for S (the batched engine, above): S has one (BatchedSde), and the
+/// scheme declares Stepper::lane_form<S>, made from the stepper, with
+///   lane_form<S>::applies(stepper): whether it steps this stepper's runs (its options may ask for
+///       a form the lanes do not take), and
+///   form.step(s): one step of the group, s a detail::lane_step<S>: the coefficients it needs,
+///       named in the per-path order of checks, then s.form_trial with its terms in the order of
+///       its per-path expression.
+/// Adding a batched scheme is its header (the lane form) and its registry line (schemes.hpp).
+template <class Stepper, class S>
+concept LaneScheme =
+    BatchedSde<S> && requires { typename Stepper::template lane_form<S>; } &&
+    std::constructible_from<typename Stepper::template lane_form<S>, const Stepper&> &&
+    requires(const Stepper& st, typename Stepper::template lane_form<S>& form,
+             detail::lane_step<S>& s) {
+      { Stepper::template lane_form<S>::applies(st) } -> std::convertible_to<bool>;
+      form.step(s);
+    };
+
+namespace detail {
+
+/// The scheme Stepper (a LaneScheme for S, stepping State) on lane groups of W = lane_width_of<S>
+/// paths of an SDE S with a batched form, states of type State (a compile-time-sized matrix or
+/// vector, or the dynamic type). One per worker thread: it holds the lane blocks, the scheme's
+/// lane form and the per-lane checker.
+template <class S, class State, class Stepper>
+  requires LaneScheme<Stepper, S>
 class lane_integrator {
  public:
   static constexpr state_space space = state_space_of<S>;
@@ -92,9 +233,19 @@ class lane_integrator {
   using mask = lane_mask_of<W>;
   using result_type = basic_path_result<State>;
 
-  /// opt: the run's resolved options (batched_run_allowed); k: the noise dimension.
-  lane_integrator(const S& sde, const integrate_options& opt, std::uint64_t seed, int k)
-      : m_sde(sde), m_opt(opt), m_seed(seed), m_k(k) {}
+  /// opt: the run's resolved options (batched_run_allowed); k: the noise dimension; the stepper's
+  /// lane form must apply (lane_form::applies).
+  lane_integrator(const Stepper& stepper, const S& sde, const integrate_options& opt,
+                  std::uint64_t seed, int k)
+      : m_sde(sde),
+        m_opt(opt),
+        m_seed(seed),
+        m_k(k),
+        m_form(stepper),
+        m_step(m_sde, m_v, m_dw, m_trial, m_asymmetry, m_nonfinite, m_size) {}
+  // m_step refers to the members above.
+  lane_integrator(const lane_integrator&) = delete;
+  lane_integrator& operator=(const lane_integrator&) = delete;
 
   /// Runs the paths first, …, first + lanes − 1 (1 ≤ lanes ≤ W) from v0 on `grid` into
   /// results[0, lanes); errors go to `failure` (the lowest failing lane), and a failed lane's
@@ -107,8 +258,6 @@ class lane_integrator {
     m_cols = cols;
     m_v.resize(W, K);
     m_trial.resize(W, K);
-    m_drift.resize(W, K);
-    m_noise.resize(W, K);
     // The increments of up to `ahead` steps at once (lane_normals_at: more streams side by side);
     // row s·W + l of m_ahead is lane l's at step ahead_first + s.
     const int ahead = steps_ahead();
@@ -175,34 +324,25 @@ class lane_integrator {
         }
         m_dw = m_ahead.middleRows(static_cast<Eigen::Index>(i - ahead_first) * W, W) *
                std::sqrt(h);  // as stream_brownian: dw = z·√dt
-        m_sde.drift_lanes(m_v, m_drift, t);
-        m_sde.diffusion_lanes(m_v, m_dw, m_noise, t);
+        // The scheme's step: its coefficients, then the trial states and their measurements.
+        m_step.begin(t, h, rows, cols, m_k);
+        m_form.step(m_step);
       } catch (...) {
         fail_group(std::current_exception());
         return;
       }
-      check_shape(m_drift, "drift_lanes", K);
-      check_shape(m_noise, "diffusion_lanes", K);
-      if constexpr (Scheme == lane_scheme::milstein_commutative) {
-        try {
-          milstein_term(t, h, K);
-        } catch (...) {
-          fail_group(std::current_exception());
-          return;
+      // Per lane, the first coefficient (in the per-path order of checks) that is not finite, or
+      // nullptr. A lane's trial state is finite only if its coefficients are (V is finite and
+      // dt > 0: an infinite or NaN coefficient makes the trial's entries infinite or NaN,
+      // symmetrised or not), so the coefficients are scanned only when some trial is not finite.
+      std::array<const char*, W> bad{};
+      if (!(m_nonfinite == 0.0).all())
+        for (auto c = m_step.coefficients_begin(); c != m_step.coefficients_end(); ++c) {
+          const mask ok = finite_lanes(*c->x);
+          for (int l = 0; l < W; ++l)
+            if (!ok(l) && bad[static_cast<std::size_t>(l)] == nullptr)
+              bad[static_cast<std::size_t>(l)] = c->which;
         }
-      }
-      form_trial(h, K);
-      // Which lanes' coefficients are finite. A lane's trial state is finite only if they are (V
-      // is finite and dt > 0: an infinite or NaN coefficient makes its entries of dt·b, G dW or M
-      // infinite or NaN, and so the trial's, symmetrised or not), so the coefficients are scanned
-      // only when some trial is not finite.
-      mask drift_ok = mask::Constant(true), noise_ok = mask::Constant(true);
-      if (!(m_nonfinite == 0.0).all()) {
-        drift_ok = finite_lanes(m_drift);
-        noise_ok = finite_lanes(m_noise);
-        if constexpr (Scheme == lane_scheme::milstein_commutative)
-          noise_ok = noise_ok && finite_lanes(m_term);
-      }
       if constexpr (space == state_space::psd_cone) {
         lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_cholesky_ok);
         m_factored = m_cholesky_ok;
@@ -216,7 +356,7 @@ class lane_integrator {
       // The common step: every lane of the group live and settling as is (plain_group), no stop
       // condition: the group's state moves as one block, which is what settle() and the row copy
       // below do lane by lane in that case.
-      if (alive == W && !m_opt.stop_condition && plain_group(drift_ok, noise_ok)) {
+      if (alive == W && !m_opt.stop_condition && plain_group(bad)) {
         m_v.swap(m_trial);
         // The cone check's factors are those of the new states: the SDE's next noise map may take
         // them instead of factorising again.
@@ -234,10 +374,10 @@ class lane_integrator {
         if (!active[static_cast<std::size_t>(l)]) continue;
         result_type& r = results[static_cast<std::size_t>(l)];
         const long long path = first + l;
-        if (!drift_ok(l) || !noise_ok(l)) {
-          fail(l, std::make_exception_ptr(coefficient_error(drift_ok(l) ? "noise map" : "drift",
-                                                            non_finite_coefficient{}.what, path, i,
-                                                            t, m_v.row(l).abs().maxCoeff())));
+        if (const char* which = bad[static_cast<std::size_t>(l)]) {
+          fail(l,
+               std::make_exception_ptr(coefficient_error(which, non_finite_coefficient{}.what, path,
+                                                         i, t, m_v.row(l).abs().maxCoeff())));
           continue;
         }
         try {
@@ -303,50 +443,6 @@ class lane_integrator {
                    m_ahead.data() + c, m_k, stride);
   }
 
-  /// The commutative Milstein correction M of every lane into m_term (derivative-free form, in the
-  /// per-path stepper's operations: see the top of this header), from m_v, m_drift and m_dw.
-  void milstein_term(double t, double h, Eigen::Index K) {
-    const double sqrt_h = std::sqrt(h);
-    m_unit.setZero(W, m_k);
-    m_columns.resize(static_cast<std::size_t>(m_k));
-    for (int j = 0; j < m_k; ++j) {
-      m_unit.col(j).setConstant(1.0);
-      m_columns[static_cast<std::size_t>(j)].resize(W, K);
-      m_sde.diffusion_lanes(m_v, m_unit, m_columns[static_cast<std::size_t>(j)], t);
-      m_unit.col(j).setZero();
-      check_shape(m_columns[static_cast<std::size_t>(j)], "diffusion_lanes", K);
-    }
-    // Each lane's I and Σ_j I_(j,·) by the per-path stepper's own expressions on its own types, so
-    // that they are its numbers bit for bit (milstein.hpp: the outer product, the diagonal, Eigen's
-    // column sums).
-    m_lane_iterated.resize(W);
-    m_sums.resize(W, m_k);
-    for (int l = 0; l < W; ++l) {
-      m_lane_dw = m_dw.row(l).transpose();
-      matrix& it = m_lane_iterated[static_cast<std::size_t>(l)];
-      it.noalias() = 0.5 * m_lane_dw * m_lane_dw.transpose();
-      it.diagonal().array() -= 0.5 * h;
-      m_lane_sum = it.colwise().sum().transpose();  // into a vector, as the per-path stepper
-      m_sums.row(l) = m_lane_sum.transpose().array();
-    }
-    m_term.setZero(W, K);
-    m_row.resize(W, m_k);
-    m_work.resize(W, K);
-    for (int j = 0; j < m_k; ++j) {
-      for (int l = 0; l < W; ++l)
-        m_row.row(l) = m_lane_iterated[static_cast<std::size_t>(l)].row(j).array();
-      m_support = m_v + h * m_drift + sqrt_h * m_columns[static_cast<std::size_t>(j)];
-      m_sde.diffusion_lanes(m_support, m_row, m_work, t);
-      check_shape(m_work, "diffusion_lanes", K);
-      m_term += m_work;
-    }
-    m_row = m_sums;
-    m_sde.diffusion_lanes(m_v, m_row, m_work, t);
-    check_shape(m_work, "diffusion_lanes", K);
-    m_term -= m_work;
-    m_term /= sqrt_h;
-  }
-
   /// Lane l of `block` as a state.
   State lane_state(const block& lanes, int l) const {
     State x(m_rows, m_cols);
@@ -373,85 +469,39 @@ class lane_integrator {
     return m_finite_sum == 0.0;
   }
 
-  static void check_shape(const block& out, const char* which, Eigen::Index K) {
-    if (out.cols() != K)
-      throw evaluation_error(format_message(
-          "integrate: {} returned {} coordinates per lane for a state of {} coordinates", which,
-          out.cols(), K));
-  }
-
-  /// The trial states of every lane and the checks' measurements (lane_trial_columns, in the
-  /// per-path operations; settle() then decides lane by lane): euler_maruyama v + (dt·b + G dW),
-  /// milstein_commutative v + ((dt·b + G dW) + M); on symmetric spaces symmetrised as
-  /// symmetrize_measured (state_space.hpp) with its measure in m_asymmetry; whether each lane is
-  /// finite (m_nonfinite) and its max |X| (m_size).
-  void form_trial(double h, Eigen::Index K) {
-    m_trial.resize(W, K);
-    detail::lane_trial_args a{};
-    a.v = m_v.data();
-    a.drift = m_drift.data();
-    a.noise = m_noise.data();
-    a.term = Scheme == lane_scheme::milstein_commutative ? m_term.data() : nullptr;
-    a.h = h;
-    a.lanes = W;
-    a.k = K;
-    a.m = is_symmetric_space(space) ? static_cast<int>(m_rows) : 0;
-    a.trial = m_trial.data();
-    a.asymmetry = m_asymmetry.data();
-    a.nonfinite = m_nonfinite.data();
-    a.size = m_size.data();
-    detail::lane_trial_columns(a);
+  /// Lane l's trial measurements (form_trial's), as settle reads them.
+  trial_measurements measured(int l) const {
+    return trial_measurements{m_nonfinite(l) == 0.0, m_size(l), m_asymmetry(l)};
   }
 
   /// Whether settle() completes every lane without a change to its trial state or its counters:
-  /// coefficients and trial finite, no blow-up, symmetric within tolerance, and on the cone
-  /// factored by lane_cholesky (settle()'s first tests, on the whole group).
-  bool plain_group(const mask& drift_ok, const mask& noise_ok) const {
-    mask ok = drift_ok && noise_ok && m_nonfinite == 0.0 && m_size <= m_opt.blowup_threshold;
-    if constexpr (is_symmetric_space(space))
-      ok = ok && !(m_asymmetry > symmetry_tolerance * m_size.max(1.0));
-    if constexpr (space == state_space::psd_cone) ok = ok && m_factored;
-    return ok.all();
+  /// coefficients finite (`bad`: none named) and settles_unchanged (integrate.hpp), on the cone
+  /// with the lanes factored by lane_cholesky as the positive-definite ones.
+  bool plain_group(const std::array<const char*, W>& bad) const {
+    for (int l = 0; l < W; ++l)
+      if (bad[static_cast<std::size_t>(l)] != nullptr ||
+          !settles_unchanged<space>(measured(l), m_factored(l), m_opt))
+        return false;
+    return true;
   }
 
-  /// path_integrator::settle for lane l: blow-up, symmetry, the cone and its policy; on success the
-  /// trial row is the new state.
+  /// The one settle (integrate.hpp) for lane l: blow-up, symmetry, the cone and its policy; on
+  /// success the trial row is the new state. A lane factored by lane_cholesky is positive definite
+  /// without the per-path checker (the same verdict, see the top of this header).
   path_status settle(int l, result_type& r, double t, double h, long long grid_step) {
-    const double asymmetry = m_asymmetry(l);
-    const bool finite = m_nonfinite(l) == 0.0;
-    const double size = m_size(l);
-    if (!finite || !(size <= m_opt.blowup_threshold)) return path_status::blown_up;
-    if constexpr (is_symmetric_space(space)) {
-      if (asymmetry > symmetry_tolerance * std::max(1.0, size))
-        throw asymmetry_error(first_path_of(l), grid_step, t, asymmetry,
-                              symmetry_tolerance * std::max(1.0, size), space);
-    }
-    if constexpr (space != state_space::psd_cone) {
-      return path_status::completed;
-    } else {
+    const step_site at{first_path_of(l), grid_step, t, h};
+    if (settle_measured<space>(measured(l), m_opt, at)) return path_status::blown_up;
+    if constexpr (space == state_space::psd_cone) {
       if (m_factored(l)) return path_status::completed;
       lane_into(m_trial, l, m_x);
-      const psd_result pr = m_checker.check(m_x);
-      if (pr.status == psd_status::boundary) ++r.pd.boundary;
-      if (pr.status != psd_status::outside) return path_status::completed;
-      ++r.pd.violations;
-      if (!(r.pd.min_eigenvalue <= pr.min_eigenvalue)) r.pd.min_eigenvalue = pr.min_eigenvalue;
-      switch (m_opt.policy) {
-        case pd_policy::automatic:  // resolved to count
-        case pd_policy::count:
-          return path_status::completed;
-        case pd_policy::project:
-          m_checker.project(m_x, m_opt.pd_floor);
-          ++r.pd.projected;
-          store_lane(m_x, l);
-          return path_status::completed;
-        case pd_policy::throw_error:
-          throw cone_exit_error(first_path_of(l), grid_step, t + h, pr.min_eigenvalue);
-        case pd_policy::refine:
-          break;
-      }
-      throw invalid_argument("integrate: pd policy 'refine' is not taken by the batched engine");
+      const cone_fate fate = settle_cone(m_checker.check(m_x), m_opt, r.pd, at, [&] {
+        m_checker.project(m_x, m_opt.pd_floor);
+        store_lane(m_x, l);
+      });
+      if (fate == cone_fate::refine)
+        throw invalid_argument("integrate: pd policy 'refine' is not taken by the batched engine");
     }
+    return path_status::completed;
   }
 
   long long first_path_of(int l) const { return m_first + l; }
@@ -462,18 +512,15 @@ class lane_integrator {
   int m_k;
   long long m_first = 0;
   Eigen::Index m_rows = 0, m_cols = 0;
-  block m_v, m_trial, m_drift, m_noise, m_dw, m_factor;
+  block m_v, m_trial, m_dw, m_factor;
   Eigen::ArrayXXd m_ahead;  ///< (ahead·W) × k: the normals of the steps drawn ahead
-  // The commutative Milstein scheme's workspaces.
-  block m_unit, m_term, m_row, m_work, m_support, m_sums;
-  std::vector<block> m_columns;
-  std::vector<matrix> m_lane_iterated;  ///< [l]: lane l's I, as the per-path stepper forms it
-  vector m_lane_dw, m_lane_sum;
   /// lane_cholesky's verdict on the trial states (m_factor), and the lanes the cone check passes
   /// by it (on ncsde::matrix states, those with the pivot margin as well).
   mask m_cholesky_ok = mask::Constant(false), m_factored = mask::Constant(false);
   column m_asymmetry = column::Zero(), m_size = column::Zero();
   column m_nonfinite = column::Zero(), m_finite_sum = column::Zero();
+  typename Stepper::template lane_form<S> m_form;  ///< the scheme's step and workspaces
+  lane_step<S> m_step;                             ///< what m_form sees of the step
   State m_x;
   matrix m_dynamic;
   std::conditional_t<space == state_space::psd_cone, basic_psd_checker<State>, std::monostate>

@@ -344,39 +344,17 @@ class ensemble_worker {
   matrix m_dynamic;      ///< the state as a matrix for the functionals (non-matrix states only)
 };
 
-/// The batched engine's form of Stepper (batched.hpp), if it has one: Euler–Maruyama, and the
-/// commutative Milstein scheme in its derivative-free form.
-template <class Stepper>
-inline constexpr std::optional<lane_scheme> lane_scheme_of = std::nullopt;
-template <class State>
-inline constexpr std::optional<lane_scheme> lane_scheme_of<euler_maruyama<State>> =
-    lane_scheme::euler_maruyama;
-template <class State>
-inline constexpr std::optional<lane_scheme> lane_scheme_of<milstein_commutative<State>> =
-    lane_scheme::milstein_commutative;
-
-/// The stepper (stepping Fixed states of S) takes the batched engine: a scheme with a lane form,
-/// and for milstein_commutative the derivative-free form (automatic resolves to it for an SDE
-/// without diffusion_derivative).
-template <class Stepper, class S, class Fixed>
-bool lane_form_applies(const Stepper& stepper) {
-  if constexpr (lane_scheme_of<Stepper> == lane_scheme::milstein_commutative) {
-    return !milstein_uses_analytic<S, Fixed>(stepper.derivative_form());
-  } else {
-    (void)stepper;
-    return lane_scheme_of<Stepper>.has_value();
-  }
-}
-
 /// Per-thread worker of a batched ensemble (batched.hpp): the paths of a block in lane groups of
-/// lane_width_of<S>, each lane on its (seed, path) stream, stepped as Fixed; a run_block worker of the
-/// executor. The lowest failing path of a group ends the block with its error (path_failure).
-template <class S, class State, class Fixed, lane_scheme Scheme>
+/// lane_width_of<S>, each lane on its (seed, path) stream, stepped as Fixed by the lane form of
+/// Stepper (a LaneScheme stepping Fixed); a run_block worker of the executor. The lowest failing
+/// path of a group ends the block with its error (path_failure).
+template <class S, class State, class Fixed, class Stepper>
 class batched_ensemble_worker {
  public:
   using block_type = block_result;
 
   struct context {
+    const Stepper& stepper;
     const S& sde;
     const State& v0;
     const step_grid& grid;
@@ -387,7 +365,7 @@ class batched_ensemble_worker {
   };
 
   explicit batched_ensemble_worker(const context& c)
-      : m_c(c), m_v0(c.v0), m_lanes(c.sde, c.resolved, c.opt.seed, c.k) {}
+      : m_c(c), m_v0(c.v0), m_lanes(c.stepper, c.sde, c.resolved, c.opt.seed, c.k) {}
 
   block_result begin_block(const block_info& info) const {
     return start_block(info, m_c.layout, m_c.resolved, m_c.opt);
@@ -409,7 +387,7 @@ class batched_ensemble_worker {
  private:
   const context& m_c;
   Fixed m_v0;
-  lane_integrator<S, Fixed, Scheme> m_lanes;
+  lane_integrator<S, Fixed, Stepper> m_lanes;
   std::array<basic_path_result<Fixed>, lane_width_of<S>> m_results;
   ensemble_path m_path;
   matrix m_dynamic;
@@ -487,16 +465,23 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   auto reduce = [&](const block_info&, block_result&& b) { out.blocks.push_back(std::move(b)); };
   visit_state_type<Stepper, S, State>(
       v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
-        if constexpr (BatchedSde<S> && lane_scheme_of<Stepper>.has_value()) {
-          if (default_stream && opt.batched && batched_run_allowed(resolved) &&
-              lane_form_applies<Stepper, S, Fixed>(stepper)) {
-            using worker = batched_ensemble_worker<S, State, Fixed, *lane_scheme_of<Stepper>>;
-            const typename worker::context c{
-                prob.sde, v0, grid, resolved, opt, layout, prob.sde.noise_dimension(run.m)};
-            run.seconds = execute(
-                              range, xopt, [&] { return worker(c); }, reduce)
-                              .seconds;
-            return;
+        // The scheme's lane form steps Fixed states: the stepper rebound to them, as the per-path
+        // workers step them.
+        using rebound = stepper_for<Stepper, Fixed>;
+        using lane_stepper = typename rebound::type;
+        if constexpr (LaneScheme<lane_stepper, S>) {
+          if (default_stream && opt.batched && batched_run_allowed(resolved)) {
+            const lane_stepper local = rebound::make(stepper);
+            if (lane_stepper::template lane_form<S>::applies(local)) {
+              using worker = batched_ensemble_worker<S, State, Fixed, lane_stepper>;
+              const typename worker::context c{
+                  local,    prob.sde, v0,     grid,
+                  resolved, opt,      layout, prob.sde.noise_dimension(run.m)};
+              run.seconds = execute(
+                                range, xopt, [&] { return worker(c); }, reduce)
+                                .seconds;
+              return;
+            }
           }
         }
         using worker = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;

@@ -310,6 +310,108 @@ inline pd_violation cone_exit_error(long long path, long long step, double t_end
                       path, step, t_end, min_eig);
 }
 
+/// The one settle: the rule that decides a trial step's fate from its measurements, for the
+/// per-path engine (path_integrator::settle, a trial of width 1) and for the batched engine
+/// (batched.hpp, lane by lane), so that a path ends, counts and fails the same way in both. In
+/// this order:
+///  1. settle_measured: blow-up (a non-finite trial, or max |X| above blowup_threshold: the path
+///     stops as blown_up), then on symmetric spaces the asymmetry the symmetrisation removed
+///     (more than round-off: the coefficients are not symmetric, and symmetrising would change
+///     the problem's answer without a word, so asymmetry_error);
+///  2. on the cone only, settle_cone: the checker's verdict on the trial (psd.hpp) and the
+///     pd_policy: boundary counted and accepted; outside counted, then kept (count), projected
+///     (project), cone_exit_error (throw), or handed back as cone_fate::refine, which only the
+///     per-path engine takes (it redoes the step as two halves).
+/// settles_unchanged is the same rule asked of a whole group at once: true exactly when settle
+/// accepts the trial as it is and changes no counter.
+
+/// What settle reads of a trial state X: whether it is finite, max |X| (exact when finite), and on
+/// symmetric spaces max |X − Xᵀ| before symmetrisation (symmetrize_measured; 0 elsewhere).
+struct trial_measurements {
+  bool finite = true;
+  double size = 0.0;
+  double asymmetry = 0.0;
+};
+
+/// Where a trial step was taken, for the messages: the path, the grid step, the step [t, t + h].
+struct step_site {
+  long long path = 0;
+  long long grid_step = 0;
+  double t = 0.0;
+  double h = 0.0;
+};
+
+/// The round-off a symmetrisation may remove from a trial of max |X| = size.
+inline double asymmetry_tolerance(double size) { return symmetry_tolerance * std::max(1.0, size); }
+
+/// The trial has blown up: not finite, or max |X| not within the threshold (the negated form also
+/// takes a NaN size).
+inline bool blows_up(const trial_measurements& x, const integrate_options& opt) {
+  return !x.finite || !(x.size <= opt.blowup_threshold);
+}
+
+/// The asymmetry the symmetrisation removed is more than round-off.
+inline bool beyond_round_off(const trial_measurements& x) {
+  return x.asymmetry > asymmetry_tolerance(x.size);
+}
+
+/// Step 1 of settle on `Space`: true when the trial has blown up; throws asymmetry_error (an
+/// ncsde::evaluation_error) when it is asymmetric beyond round-off on a symmetric space.
+template <state_space Space>
+bool settle_measured(const trial_measurements& x, const integrate_options& opt,
+                     const step_site& at) {
+  if (blows_up(x, opt)) return true;
+  if constexpr (is_symmetric_space(Space)) {
+    if (beyond_round_off(x))
+      throw asymmetry_error(at.path, at.grid_step, at.t, x.asymmetry, asymmetry_tolerance(x.size),
+                            Space);
+  }
+  return false;
+}
+
+/// What settle_cone decided: the trial (projected or not) is the new state, or the step is to be
+/// refined (pd_policy::refine, which settle_cone leaves to the per-path engine).
+enum class cone_fate { accepted, refine };
+
+/// Step 2 of settle, on the cone: counts the checker's verdict `pr` on the trial into `pd` and
+/// applies opt.policy; project() projects the trial (pd_policy::project). Throws cone_exit_error
+/// (ncsde::pd_violation) under pd_policy::throw_error.
+template <class Project>
+cone_fate settle_cone(const psd_result& pr, const integrate_options& opt, pd_counters& pd,
+                      const step_site& at, Project&& project) {
+  if (pr.status == psd_status::boundary) ++pd.boundary;
+  if (pr.status != psd_status::outside) return cone_fate::accepted;
+  ++pd.violations;
+  if (!(pd.min_eigenvalue <= pr.min_eigenvalue)) pd.min_eigenvalue = pr.min_eigenvalue;
+  switch (opt.policy) {
+    case pd_policy::automatic:  // resolved to count
+    case pd_policy::count:
+      return cone_fate::accepted;
+    case pd_policy::project:
+      project();
+      ++pd.projected;
+      return cone_fate::accepted;
+    case pd_policy::throw_error:
+      throw cone_exit_error(at.path, at.grid_step, at.t + at.h, pr.min_eigenvalue);
+    case pd_policy::refine:
+      break;
+  }
+  return cone_fate::refine;
+}
+
+/// settle accepts the trial as it is and changes no counter: no blow-up, symmetric within
+/// round-off, and on the cone positive definite (`positive_definite`: the checker would say so).
+template <state_space Space>
+bool settles_unchanged(const trial_measurements& x, bool positive_definite,
+                       const integrate_options& opt) {
+  if (blows_up(x, opt)) return false;
+  if constexpr (is_symmetric_space(Space))
+    if (beyond_round_off(x)) return false;
+  if constexpr (Space == state_space::psd_cone) return positive_definite;
+  (void)positive_definite;
+  return true;
+}
+
 /// Integrates one path: the engine behind integrate() and ensembles. `Source` is a NoiseSource
 /// (brownian.hpp). The state is stepped as a `State` (the problem's state type `Public`, or its
 /// compile-time-sized counterpart on the fixed-size path; Stepper must step that type); the result
@@ -587,25 +689,19 @@ class path_integrator {
     return path_status::completed;
   }
 
-  /// The checks after a step whose result is m_trial (blow-up, symmetry, cone and its policy);
-  /// on success m_v is the new state.
+  /// The checks after a step whose result is m_trial (the one settle above, as a trial of width
+  /// 1); on success m_v is the new state.
   path_status settle(basic_path_result<Public>& r, double t, const noise_increment& inc,
                      std::uint64_t step, std::uint64_t node, int depth, long long grid_step) {
     // Symmetric by construction on symmetric spaces: make round-off asymmetry exact, and measure it.
-    double asymmetry = 0.0;
-    if constexpr (is_symmetric_space(space)) asymmetry = symmetrize_measured(m_trial);
-    const double size = m_trial.cwiseAbs().maxCoeff();
-    if (!m_trial.allFinite() || !(size <= m_opt.blowup_threshold)) {
+    trial_measurements x;
+    if constexpr (is_symmetric_space(space)) x.asymmetry = symmetrize_measured(m_trial);
+    x.size = m_trial.cwiseAbs().maxCoeff();
+    x.finite = m_trial.allFinite();
+    if (settle_measured<space>(x, m_opt, step_site{m_path, grid_step, t, inc.dt})) {
       m_v = m_trial;
       m_blowup_time = t + inc.dt;
       return path_status::blown_up;
-    }
-    if constexpr (is_symmetric_space(space)) {
-      // More than round-off: the coefficients are not symmetric, and symmetrising would change
-      // the problem's answer without a word.
-      if (asymmetry > symmetry_tolerance * std::max(1.0, size))
-        throw asymmetry_error(m_path, grid_step, t, asymmetry,
-                              symmetry_tolerance * std::max(1.0, size), space);
     }
     if constexpr (space != state_space::psd_cone) {
       m_v = m_trial;
@@ -618,31 +714,15 @@ class path_integrator {
   path_status check_cone(basic_path_result<Public>& r, double t, const noise_increment& inc,
                          std::uint64_t step, std::uint64_t node, int depth, long long grid_step) {
     const psd_result pr = m_checker.check(m_trial);
-    if (pr.status == psd_status::boundary) ++r.pd.boundary;
-    if (pr.status != psd_status::outside) {
+    const cone_fate fate = settle_cone(pr, m_opt, r.pd, step_site{m_path, grid_step, t, inc.dt},
+                                       [&] { m_checker.project(m_trial, m_opt.pd_floor); });
+    if (fate == cone_fate::accepted) {
       m_v = m_trial;
       // The check's Cholesky factor of the new state is the one the SDE's next noise map needs.
       if constexpr (SdeWithCholeskyHint<S, State>)
         if (pr.status == psd_status::positive_definite)
           m_sde.use_cholesky(m_v, m_checker.cholesky_factor());
       return path_status::completed;
-    }
-    ++r.pd.violations;
-    if (!(r.pd.min_eigenvalue <= pr.min_eigenvalue)) r.pd.min_eigenvalue = pr.min_eigenvalue;
-    switch (m_opt.policy) {
-      case pd_policy::automatic:  // resolved to count
-      case pd_policy::count:
-        m_v = m_trial;
-        return path_status::completed;
-      case pd_policy::project:
-        m_checker.project(m_trial, m_opt.pd_floor);
-        ++r.pd.projected;
-        m_v = m_trial;
-        return path_status::completed;
-      case pd_policy::throw_error:
-        throw cone_exit_error(m_path, grid_step, t + inc.dt, pr.min_eigenvalue);
-      case pd_policy::refine:
-        break;
     }
     if (depth >= m_opt.refine_depth)
       throw pd_violation(

@@ -20,6 +20,7 @@
 /// without them runs path by path, unchanged.
 #include <Eigen/Core>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -81,13 +82,49 @@ namespace detail {
 /// lane_cholesky on raw columns: `lanes` lanes (a multiple of batch_width), column stride `lanes`.
 void lane_cholesky_columns(const double* v, int lanes, int m, double* l, bool* ok);
 
+/// One term of a lane combination: scale·x (scaled) or x itself, x a block of lanes stored as
+/// lane_combination_args says.
+struct lane_term {
+  const double* x = nullptr;
+  double scale = 1.0;
+  bool scaled = false;
+};
+
+/// The most terms a lane combination sums.
+inline constexpr int max_lane_terms = 4;
+
+/// The operands of lane_combine_columns: `lanes` lanes (a multiple of batch_width) of k coordinates,
+/// every block's column c at its pointer + c·lanes.
+struct lane_combination_args {
+  const double* v = nullptr;  ///< added on the left of the sum, or nullptr: none
+  std::array<lane_term, max_lane_terms> terms{};
+  int count = 0;  ///< terms[0, count) are summed, 1 ≤ count ≤ max_lane_terms
+  int lanes = 0;
+  Eigen::Index k = 0;
+  int m = 0;  ///< > 0: m×m states on a symmetric space (k = m²), symmetrised; 0: none
+  double* out = nullptr;
+  double* asymmetry = nullptr;  ///< per lane (0 when m = 0)
+  double* nonfinite = nullptr;  ///< per lane
+  double* size = nullptr;       ///< per lane
+};
+
+/// The batched engine's step arithmetic, which a scheme's lane form (batched.hpp, LaneScheme)
+/// calls with its own terms in its own order: coordinate by coordinate
+///   out = v + (((t_0 + t_1) + t_2) + …),  t_i = scale_i·x_i (scaled) or x_i,
+/// (without the leading v + when v is nullptr), the sums from the left as the per-path scheme's
+/// Eigen expression evaluates them; for m > 0 then symmetrised as symmetrize_measured
+/// (state_space.hpp) lane by lane, asymmetry = its measure (a NaN gap is kept until a later gap
+/// replaces it, as there); per lane nonfinite = Σ (x − x) over the coordinates (0 exactly when the
+/// lane's result is finite) and size = max |x| (exact when finite).
+void lane_combine_columns(const lane_combination_args& a);
+
 /// The operands of lane_trial_columns: `lanes` lanes (a multiple of batch_width) of k coordinates,
 /// every block's column c at its pointer + c·lanes.
 struct lane_trial_args {
   const double* v;
   const double* drift;
   const double* noise;
-  const double* term;  ///< the Milstein correction M, or nullptr
+  const double* term;  ///< a third term (the commutative Milstein correction M), or nullptr
   double h;
   int lanes;
   Eigen::Index k;
@@ -98,11 +135,8 @@ struct lane_trial_args {
   double* size;       ///< per lane
 };
 
-/// The batched engine's step arithmetic, in the per-path operations and their order: trial =
-/// v + (h·drift + noise), or v + ((h·drift + noise) + term); for m > 0 then symmetrised as
-/// symmetrize_measured (state_space.hpp) lane by lane, asymmetry = its measure (a NaN gap is
-/// kept until a later gap replaces it, as there); per lane nonfinite = Σ (x − x) over the
-/// coordinates (0 exactly when the lane's trial is finite) and size = max |x| (exact when finite).
+/// lane_combine_columns with the terms h·drift, noise [, term]: trial = v + (h·drift + noise), or
+/// v + ((h·drift + noise) + term), symmetrised and measured as there.
 void lane_trial_columns(const lane_trial_args& a);
 }  // namespace detail
 

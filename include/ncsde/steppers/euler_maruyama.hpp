@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/lanes.hpp"
 #include "ncsde/noise_increment.hpp"
 #include "ncsde/stepper.hpp"
 #include "ncsde/steppers/detail.hpp"
@@ -41,6 +42,30 @@ class euler_maruyama {
     detail::require_finite(m_noise, v, "noise map");
     v += inc.dt * m_drift + m_noise;
   }
+
+  /// The batched form (batched.hpp, LaneScheme) for an SDE S with one (BatchedSde): the step on a
+  /// lane group, v + (dt·b + G dW) with b and G dW from drift_lanes and diffusion_lanes, summed in
+  /// do_step's order (Eigen evaluates v += dt·b + G dW coordinate by coordinate as
+  /// v + ((dt·b) + G dW)). It takes every run.
+  template <class S>
+  class lane_form {
+   public:
+    explicit lane_form(const euler_maruyama&) {}
+    static constexpr bool applies(const euler_maruyama&) { return true; }
+
+    /// One step of the group: s is the engine's detail::lane_step<S>.
+    template <class Step>
+    void step(Step& s) {
+      s.drift(s.v(), m_drift, s.t());
+      s.diffusion(s.v(), s.dw(), m_noise, s.t());  // dw carries variance dt
+      s.coefficient("drift", m_drift);
+      s.coefficient("noise map", m_noise);
+      s.form_trial({Step::term(s.h(), m_drift), Step::term(m_noise)});
+    }
+
+   private:
+    lane_block_of<lane_width_of<S>> m_drift, m_noise;
+  };
 
  private:
   State m_drift, m_noise;
