@@ -26,8 +26,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// registers, enough chains to cover the latency of two pipes of each); returns the flops done.
 /// a = 1 and b = 0 at run time keep every value fixed (no overflow, no subnormals) while the
 /// compiler cannot drop an operation.
-HWY_NOINLINE double mul_add(std::int64_t iterations, double a_value, double b_value,
-                            double* sink) {
+HWY_NOINLINE double mul_add(std::int64_t iterations, double a_value, double b_value, double* sink) {
   const hn::ScalableTag<double> d;
   const auto a = hn::Set(d, a_value), b = hn::Set(d, b_value);
   auto x0 = hn::Set(d, 1.0), x1 = hn::Set(d, 1.5), x2 = hn::Set(d, 2.0), x3 = hn::Set(d, 2.5);
@@ -51,10 +50,10 @@ HWY_NOINLINE double mul_add(std::int64_t iterations, double a_value, double b_va
     x7 = hn::Mul(x7, a);
     y7 = hn::Add(y7, b);
   }
-  const auto s = hn::Add(hn::Add(hn::Add(x0, x1), hn::Add(x2, x3)),
-                         hn::Add(hn::Add(x4, x5), hn::Add(x6, x7)));
-  const auto t = hn::Add(hn::Add(hn::Add(y0, y1), hn::Add(y2, y3)),
-                         hn::Add(hn::Add(y4, y5), hn::Add(y6, y7)));
+  const auto s =
+      hn::Add(hn::Add(hn::Add(x0, x1), hn::Add(x2, x3)), hn::Add(hn::Add(x4, x5), hn::Add(x6, x7)));
+  const auto t =
+      hn::Add(hn::Add(hn::Add(y0, y1), hn::Add(y2, y3)), hn::Add(hn::Add(y4, y5), hn::Add(y6, y7)));
   *sink = hn::GetLane(hn::Add(s, t));
   return 16.0 * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iterations);
 }
@@ -84,10 +83,10 @@ HWY_NOINLINE double fused(std::int64_t iterations, double a_value, double b_valu
     z14 = hn::MulAdd(z14, a, b);
     z15 = hn::MulAdd(z15, a, b);
   }
-  const auto s = hn::Add(hn::Add(hn::Add(hn::Add(z0, z1), hn::Add(z2, z3)),
-                                 hn::Add(hn::Add(z4, z5), hn::Add(z6, z7))),
-                         hn::Add(hn::Add(hn::Add(z8, z9), hn::Add(z10, z11)),
-                                 hn::Add(hn::Add(z12, z13), hn::Add(z14, z15))));
+  const auto s = hn::Add(
+      hn::Add(hn::Add(hn::Add(z0, z1), hn::Add(z2, z3)), hn::Add(hn::Add(z4, z5), hn::Add(z6, z7))),
+      hn::Add(hn::Add(hn::Add(z8, z9), hn::Add(z10, z11)),
+              hn::Add(hn::Add(z12, z13), hn::Add(z14, z15))));
   *sink = hn::GetLane(s);
   return 32.0 * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iterations);
 }

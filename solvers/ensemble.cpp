@@ -163,7 +163,8 @@ void validate_ensemble_options(const ensemble_options& opt) {
   if (opt.paths < 1) throw_invalid_argument("ensemble", "paths", opt.paths, ">= 1");
   if (opt.threads < 0)
     throw_invalid_argument("ensemble", "threads", opt.threads, ">= 0 (0: all cores)");
-  if (opt.block_size < 1) throw_invalid_argument("ensemble", "block_size", opt.block_size, ">= 1");
+  if (opt.block_size < 0)
+    throw_invalid_argument("ensemble", "block_size", opt.block_size, ">= 1 (0: automatic)");
   if (opt.max_run_steps < 1)
     throw_invalid_argument("ensemble", "max_run_steps", opt.max_run_steps, ">= 1");
   for (const double q : opt.quantile_levels)

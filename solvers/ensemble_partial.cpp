@@ -113,7 +113,7 @@ ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& 
   if (whole.keep_paths != opt.keep_paths)
     throw_invalid_argument(where, "opt.keep_paths", opt.keep_paths,
                            fmt::format("the run's {}", whole.keep_paths));
-  if (whole.block_size != opt.block_size)
+  if (opt.block_size != 0 && whole.block_size != opt.block_size)
     throw_invalid_argument(where, "opt.block_size", opt.block_size,
                            fmt::format("the run's {}", whole.block_size));
   if (whole.covariance != keeps_covariance(opt.covariance, whole.run.layout.size()))

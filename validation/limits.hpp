@@ -61,7 +61,7 @@ double ensemble_bytes_per_path(double K, std::size_t functionals, bool keep_path
                                std::size_t saves);
 
 /// The bytes of an ensemble's summaries of states of K coordinates over `paths` paths with `saves`
-/// save times: the moments of each block of 64 paths and of the run (terminal, at stop, each save
+/// save times: the moments of each block of paths (ncsde::automatic_block_size) and of the run (terminal, at stop, each save
 /// time), a mean and either the K×K covariance (`covariance`) or K variances each
 /// (ensemble_options::covariance).
 double ensemble_summary_bytes(double K, double paths, std::size_t saves, bool covariance);

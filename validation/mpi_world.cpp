@@ -110,7 +110,10 @@ std::optional<ensemble_result> run_over_ranks(const models::model_instance& sde,
   if (!the_world.active) return sde.run_ensemble(scheme, v0, t_end, iopt, eopt);
 #ifdef NCSDE_HAVE_MPI
   const path_range range =
-      mpi::rank_paths(eopt.paths, eopt.block_size, the_world.rank, the_world.size);
+      // Ranks split at multiples of 64 paths, a multiple of every automatic block size: no
+      // block is cut between two ranks.
+      mpi::rank_paths(eopt.paths, eopt.block_size > 0 ? eopt.block_size : 64, the_world.rank,
+                      the_world.size);
   return mpi::run_distributed(
       MPI_COMM_WORLD, [&] { return sde.run_ensemble_range(scheme, v0, t_end, iopt, eopt, range); },
       eopt);

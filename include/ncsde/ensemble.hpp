@@ -75,6 +75,12 @@ inline bool keeps_covariance(covariance_mode mode, int K) {
          (mode == covariance_mode::automatic && K <= max_automatic_covariance);
 }
 
+/// The block size of a run whose states have K coordinates (ensemble_options::block_size = 0): 64
+/// paths while K ≤ 136 (m ≤ 16 on matrix states), 16 while K ≤ 528 (m ≤ 32), 8 beyond. A block is
+/// what one worker runs at a time, so large states, whose paths are costly, come in small blocks
+/// that keep every core busy (256 paths at m = 64 are 32 blocks, not 4).
+inline int automatic_block_size(int K) { return K <= 136 ? 64 : K <= 528 ? 16 : 8; }
+
 struct ensemble_options {
   std::uint64_t seed = 0;
   long long paths = 1000;
@@ -84,7 +90,11 @@ struct ensemble_options {
   std::vector<double> quantile_levels{0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99};
   /// automatic and on: a bar on a terminal, a line every 30 s of a long run elsewhere (progress_bar)
   progress_mode progress = progress_mode::automatic;
-  int block_size = 64;  ///< paths per reduction block (fixed: part of the reproducibility contract)
+  /// Paths per reduction block, part of the reproducibility contract: the summaries are merged
+  /// block by block in block order, so a run's numbers depend on the block size and on nothing
+  /// else of the schedule. 0 (the default): automatic_block_size of the state's coordinates, a
+  /// function of the run alone (never of the thread count), at least the SDE's lane width.
+  int block_size = 0;
   /// Step lane groups of batch_width paths at once (batched.hpp) when the run allows it: the
   /// Euler–Maruyama scheme or the commutative Milstein scheme in its derivative-free form, an SDE
   /// with a batched form (BatchedSde), the default (seed, path)
@@ -452,14 +462,17 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   run.control = iopt.control;
   run.tolerance = iopt.control == step_control::fixed ? 0.0 : iopt.tolerance;
   out.range = range;
-  out.block_size = opt.block_size;
+  int lane_width = 1;
+  if constexpr (BatchedSde<S>) lane_width = lane_width_of<S>;
+  out.block_size = opt.block_size > 0 ? opt.block_size
+                                      : std::max(automatic_block_size(layout.size()), lane_width);
   out.functionals = opt.functionals.size();
   out.keep_paths = opt.keep_paths;
   out.covariance = keeps_covariance(opt.covariance, layout.size());
 
   executor_options xopt;
   xopt.threads = opt.threads;
-  xopt.block_size = opt.block_size;
+  xopt.block_size = static_cast<int>(out.block_size);
   xopt.progress = opt.progress;
   xopt.label = std::string(Stepper::name);
   auto reduce = [&](const block_info&, block_result&& b) { out.blocks.push_back(std::move(b)); };

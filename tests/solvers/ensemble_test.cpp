@@ -448,10 +448,11 @@ TEST_CASE("run_ensemble: invalid options are rejected naming the parameter and v
                        doctest::Contains("ensemble: threads must be >= 0 (0: all cores) (got -1)"),
                        ncsde::invalid_argument);
   eo = make_ensemble_options(1);
-  eo.block_size = 0;
-  CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
-                       doctest::Contains("ensemble: block_size must be >= 1 (got 0)"),
-                       ncsde::invalid_argument);
+  eo.block_size = -1;
+  CHECK_THROWS_WITH_AS(
+      ncsde::run_ensemble(em, prob, io, eo),
+      doctest::Contains("ensemble: block_size must be >= 1 (0: automatic) (got -1)"),
+      ncsde::invalid_argument);
   eo = make_ensemble_options(1);
   eo.quantile_levels = {0.5, 1.5};
   CHECK_THROWS_WITH_AS(ncsde::run_ensemble(em, prob, io, eo),
@@ -659,4 +660,42 @@ TEST_CASE("keep_paths keeps each path's saved states; write_saved_csv writes the
   }
   CHECK(rows == expected_rows);
   CHECK(rows > 64);  // at least one save per path on average: the rows are not all missing
+}
+
+namespace {
+/// dX = −X dt + dB on ℝ^d: d coordinates, for the block size that d chooses.
+struct ou_vector {
+  int noise_dimension(int d) const { return d; }
+  void drift(const vector& x, vector& out, double) const { out = -x; }
+  void diffusion(const vector&, const vector& xi, vector& out, double) const { out = xi; }
+};
+}  // namespace
+
+TEST_CASE("run_ensemble: the automatic block size follows the state's size, never the threads") {
+  // 64 paths a block up to 136 coordinates, 16 up to 528, 8 beyond: a run of large states keeps
+  // every core busy with few paths, and its numbers are the same for any thread count.
+  CHECK(ncsde::automatic_block_size(10) == 64);
+  CHECK(ncsde::automatic_block_size(136) == 64);
+  CHECK(ncsde::automatic_block_size(137) == 16);
+  CHECK(ncsde::automatic_block_size(528) == 16);
+  CHECK(ncsde::automatic_block_size(2080) == 8);
+  const ncsde::euler_maruyama<vector> em;
+  integrate_options io;
+  io.dt = 0.1;
+  for (const int d : {3, 200, 600}) {
+    CAPTURE(d);
+    const problem<ou_vector, vector> prob{ou_vector{}, vector::Ones(d), 0.5};
+    ensemble_options eo;
+    eo.paths = 40;
+    eo.seed = 3;
+    eo.threads = 1;
+    const ncsde::ensemble_partial piece =
+        ncsde::run_ensemble_range(em, prob, io, eo, ncsde::path_range{0, 40});
+    CHECK(piece.block_size == ncsde::automatic_block_size(d));
+    const ensemble_result one = ncsde::run_ensemble(em, prob, io, eo);
+    eo.threads = 3;
+    const ensemble_result three = ncsde::run_ensemble(em, prob, io, eo);
+    CHECK(one.terminal.mean() == three.terminal.mean());
+    CHECK(one.terminal.standard_error() == three.terminal.standard_error());
+  }
 }
