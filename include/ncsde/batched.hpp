@@ -1,10 +1,10 @@
 #pragma once
-/// The batched path engine: a scheme's lane form (LaneScheme below: Euler–Maruyama and the
-/// commutative Milstein scheme declare one in their headers) on a group of batch_width paths at
-/// once, for SDEs with a batched form (BatchedSde, lanes.hpp). run_ensemble() uses it when
-/// ensemble_options::batched is set and the run allows it (batched_run_allowed below, and the
-/// scheme's own lane_form::applies); every other run, and every SDE without a batched form, steps
-/// path by path (integrate.hpp), unchanged.
+/// The batched path engine: a scheme's lane form (LaneScheme below: Euler–Maruyama, the
+/// commutative Milstein scheme and the predictor–corrector declare one in their headers) on a
+/// group of batch_width paths at once, for SDEs with a batched form (BatchedSde, lanes.hpp).
+/// run_ensemble() uses it when ensemble_options::batched is set and the run allows it
+/// (batched_run_allowed below, and the scheme's own lane_form::applies); every other run, and every
+/// SDE without a batched form, steps path by path (integrate.hpp), unchanged.
 ///
 /// Per-path semantics are those of path_integrator, lane by lane:
 ///  - lane l is path first + l and draws its increments from the same stream (seed, path) at the
@@ -82,10 +82,11 @@ struct lane_failure {
 /// One step of a lane group as a scheme's lane form sees it (LaneScheme): the group's states v()
 /// (lane_width_of<S> × coordinates()), the increments dw() (× noise_dimension(), variance h()),
 /// the step [t(), t() + h()]; the SDE's batched coefficients at any block of states, sized and
-/// shape-checked; and form_trial, which forms every lane's trial state from the scheme's terms and
-/// measures it for settle. The lane form names its coefficient blocks (coefficient()) in the order
-/// the per-path scheme checks them for finiteness, so that a lane whose coefficient is not finite
-/// fails with the per-path message. Made by the engine (lane_integrator), one per worker.
+/// shape-checked; combine, for the scheme's intermediate states; and form_trial, which forms every
+/// lane's trial state from the scheme's terms and measures it for settle. The lane form names its
+/// coefficient blocks (coefficient()) in the order the per-path scheme checks them for finiteness,
+/// so that a lane whose coefficient is not finite fails with the per-path message. Made by the
+/// engine (lane_integrator), one per worker.
 template <class S>
 class lane_step {
  public:
@@ -139,21 +140,15 @@ class lane_step {
   /// The trial state of every lane: v + (((t_0 + t_1) + t_2) + …) coordinate by coordinate, the
   /// sums from the left as the per-path scheme's expression (detail::lane_combine_columns), then
   /// on symmetric spaces symmetrised as symmetrize_measured, and measured for settle.
-  void form_trial(std::initializer_list<detail::lane_term> terms) const {
-    NCSDE_ASSERT(terms.size() >= 1 && terms.size() <= detail::max_lane_terms,
-                 "lane_step::form_trial: 1 to max_lane_terms terms");
-    m_trial.resize(W, coordinates());
-    detail::lane_combination_args a;
-    a.v = m_v.data();
-    for (const detail::lane_term& t : terms) a.terms[static_cast<std::size_t>(a.count++)] = t;
-    a.lanes = W;
-    a.k = coordinates();
-    a.m = is_symmetric_space(state_space_of<S>) ? static_cast<int>(m_rows) : 0;
-    a.out = m_trial.data();
-    a.asymmetry = m_asymmetry.data();
-    a.nonfinite = m_nonfinite.data();
-    a.size = m_size.data();
-    detail::lane_combine_columns(a);
+  void form_trial(std::initializer_list<detail::lane_term> terms) {
+    combine_into(m_v.data(), terms, m_trial, m_asymmetry, m_nonfinite, m_size);
+  }
+
+  /// An intermediate state of the scheme (a predictor): out = ((t_0 + t_1) + …) coordinate by
+  /// coordinate, the sums from the left (detail::lane_combine_columns without v), then on
+  /// symmetric spaces symmetrised as symmetrize() (symmetric.hpp), as the per-path scheme does.
+  void combine(block& out, std::initializer_list<detail::lane_term> terms) {
+    combine_into(nullptr, terms, out, m_scratch_asymmetry, m_scratch_nonfinite, m_scratch_size);
   }
 
   /// Names x, a coefficient block of this step that the trial depends on, `which` as the per-path
@@ -177,6 +172,24 @@ class lane_step {
   const named_block* coefficients_end() const { return m_coefficients.data() + m_count; }
 
  private:
+  void combine_into(const double* v, std::initializer_list<detail::lane_term> terms, block& out,
+                    column& asymmetry, column& nonfinite, column& size) const {
+    NCSDE_ASSERT(terms.size() >= 1 && terms.size() <= detail::max_lane_terms,
+                 "lane_step: a combination of 1 to max_lane_terms terms");
+    out.resize(W, coordinates());
+    detail::lane_combination_args a;
+    a.v = v;
+    for (const detail::lane_term& t : terms) a.terms[static_cast<std::size_t>(a.count++)] = t;
+    a.lanes = W;
+    a.k = coordinates();
+    a.m = is_symmetric_space(state_space_of<S>) ? static_cast<int>(m_rows) : 0;
+    a.out = out.data();
+    a.asymmetry = asymmetry.data();
+    a.nonfinite = nonfinite.data();
+    a.size = size.data();
+    detail::lane_combine_columns(a);
+  }
+
   void check_shape(const block& out, const char* which) const {
     if (out.cols() != coordinates())
       throw evaluation_error(format_message(
@@ -189,6 +202,7 @@ class lane_step {
   const block& m_dw;
   block& m_trial;
   column &m_asymmetry, &m_nonfinite, &m_size;
+  column m_scratch_asymmetry, m_scratch_nonfinite, m_scratch_size;  ///< combine()'s, unread
   double m_t = 0.0, m_h = 0.0;
   Eigen::Index m_rows = 0, m_cols = 0;
   int m_k = 0;

@@ -25,8 +25,8 @@ void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags) {
       ->check(CLI::IsMember(scheme_names()))
       ->capture_default_str();
   sub.add_flag("--batched", flags.batched,
-               "Step batch_width paths at once where the run allows it (--scheme em or "
-               "milstein-commutative, fixed steps, "
+               "Step batch_width paths at once where the run allows it (--scheme em, "
+               "milstein-commutative or predictor-corrector, fixed steps, "
                "a pd policy other than refine, a model with a batched form): per-path results "
                "agree with the unbatched run to round-off (ensemble_options::batched)");
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/lanes.hpp"
 #include "ncsde/noise_increment.hpp"
 #include "ncsde/state_space.hpp"
 #include "ncsde/stepper.hpp"
@@ -58,6 +59,36 @@ class predictor_corrector {
     detail::require_finite(m_drift_predicted, v, "drift");
     v += (0.5 * inc.dt) * (m_drift + m_drift_predicted) + m_noise;
   }
+
+  /// The batched form (batched.hpp, LaneScheme) for an SDE S with one (BatchedSde): the step on a
+  /// lane group in do_step's operations and their order: the predictor (v + dt·b) + G dW (as Eigen
+  /// evaluates v + dt·b + G dW), symmetrised on symmetric spaces, the drift b̄ there at t + dt, then
+  /// v + ((½dt)·(b + b̄) + G dW). It takes every run.
+  template <class S>
+  class lane_form {
+   public:
+    explicit lane_form(const predictor_corrector&) {}
+    static constexpr bool applies(const predictor_corrector&) { return true; }
+
+    /// One step of the group: s is the engine's detail::lane_step<S>.
+    template <class Step>
+    void step(Step& s) {
+      const double t = s.t(), h = s.h();
+      s.drift(s.v(), m_drift, t);
+      s.diffusion(s.v(), s.dw(), m_noise, t);  // dw carries variance dt
+      s.combine(m_predicted, {Step::term(s.v()), Step::term(h, m_drift), Step::term(m_noise)});
+      s.drift(m_predicted, m_drift_predicted, t + h);
+      m_drift_sum = m_drift + m_drift_predicted;  // b + b̄, coordinate by coordinate
+      // As do_step checks them: the drift, the noise map, the drift at the predictor.
+      s.coefficient("drift", m_drift);
+      s.coefficient("noise map", m_noise);
+      s.coefficient("drift", m_drift_predicted);
+      s.form_trial({Step::term(0.5 * h, m_drift_sum), Step::term(m_noise)});
+    }
+
+   private:
+    lane_block_of<lane_width_of<S>> m_drift, m_noise, m_predicted, m_drift_predicted, m_drift_sum;
+  };
 
  private:
   State m_drift, m_noise, m_predicted, m_drift_predicted;
