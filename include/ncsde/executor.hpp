@@ -18,7 +18,12 @@
 ///   typename W::block_type block = w.begin_block(info);   // info: range, index, whole
 ///   w.run_path(p, block)   for p in info.range, in order   (or, when W has it,
 ///   w.run_block(info, block)                               once: a block stepped as one batch)
-/// then reduce(info, std::move(block)) in block order. A path that throws does not stop its block
+/// then reduce(info, std::move(block)) in block order. A worker that runs many blocks at once (an
+/// accelerator, whose batch is many blocks wide) declares it: w.blocks_per_claim() ≥ 1 consecutive
+/// blocks are claimed together and, with
+///   w.run_blocks(infos, blocks)   (std::span<const block_info>, std::span<block_type>, each begun)
+/// run as one; their results still go to the reducer one at a time in block order, so the
+/// determinism argument below holds unchanged for any claim size and thread count. A path that throws does not stop its block
 /// (every lower-numbered path of the run is still run); no block is claimed after a failure, and once
 /// the workers stop the error of the lowest failing path is rethrown, so the error reported does not
 /// depend on the thread count either (blocks are claimed in order, so every block below a failing one
@@ -38,6 +43,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -207,6 +213,14 @@ concept batch_worker = requires(W& w, const block_info& info, typename W::block_
   w.run_block(info, block);
 };
 
+/// A worker that claims runs of consecutive blocks and runs each run as one (see the top).
+template <class W>
+concept run_worker =
+    requires(W& w, std::span<const block_info> infos, std::span<typename W::block_type> blocks) {
+      { w.blocks_per_claim() } -> std::convertible_to<long long>;
+      w.run_blocks(infos, blocks);
+    };
+
 /// The worker of for_each_path.
 template <class Fn>
 struct index_worker {
@@ -251,52 +265,95 @@ execution_report execute(path_range range, const executor_options& opt, MakeWork
     try {
       cancel_scope::current() = cancel;  // runs nested in this one stop with it
       worker_type w = make_worker();
+      // A block's result into the reducer's queue, and every block now next in order reduced.
+      auto hand_over = [&](const block_info& info, block_type&& block) {
+        std::lock_guard lock(mutex);
+        pending.emplace(info.index, std::pair<block_info, block_type>(info, std::move(block)));
+        for (auto it = pending.find(next_to_reduce); it != pending.end();
+             it = pending.find(next_to_reduce)) {
+          reduce(it->second.first, std::move(it->second.second));
+          pending.erase(it);
+          ++next_to_reduce;
+        }
+      };
+      long long claim = 1;
+      if constexpr (detail::run_worker<worker_type>)
+        claim = std::max<long long>(1, static_cast<long long>(w.blocks_per_claim()));
+      [[maybe_unused]] std::vector<block_info> infos;
+      [[maybe_unused]] std::vector<block_type> blocks;
       for (;;) {
         if (failed.load()) return;
-        const long long b = next_block.fetch_add(1);
-        if (b >= end_block) return;
+        const long long first = next_block.fetch_add(claim);
+        if (first >= end_block) return;
         if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
           record_error(-1, std::make_exception_ptr(cancelled{}));
           return;
         }
-        const block_info info = grid.block(b);
-        bool block_failed = false;
-        try {
-          block_type block = w.begin_block(info);
-          if constexpr (detail::batch_worker<worker_type>) {
-            try {
-              w.run_block(info, block);
-            } catch (const path_failure& f) {
-              record_error(f.path, f.error);
-              block_failed = true;
-            } catch (...) {
-              record_error(info.range.first, std::current_exception());
-              block_failed = true;
+        if constexpr (detail::run_worker<worker_type>) {
+          const long long last = std::min(first + claim, end_block);
+          infos.clear();
+          blocks.clear();
+          try {
+            for (long long b = first; b < last; ++b) {
+              infos.push_back(grid.block(b));
+              blocks.push_back(w.begin_block(infos.back()));
             }
-            paths_done.fetch_add(info.range.size());
-          } else {
-            for (long long p = info.range.first; p < info.range.last; ++p) {
+          } catch (...) {
+            record_error(infos.back().range.first, std::current_exception());
+            continue;
+          }
+          bool run_failed = false;
+          try {
+            w.run_blocks(std::span<const block_info>(infos), std::span<block_type>(blocks));
+          } catch (const path_failure& f) {
+            record_error(f.path, f.error);
+            run_failed = true;
+          } catch (...) {
+            record_error(infos.front().range.first, std::current_exception());
+            run_failed = true;
+          }
+          for (const block_info& info : infos) paths_done.fetch_add(info.range.size());
+          if (run_failed || failed.load()) continue;  // results are discarded: skip the fold
+          std::size_t i = 0;
+          try {
+            for (; i < infos.size(); ++i) hand_over(infos[i], std::move(blocks[i]));
+          } catch (...) {
+            record_error(infos[i].range.first, std::current_exception());  // the reducer
+          }
+        } else {
+          const long long b = first;
+          const block_info info = grid.block(b);
+          bool block_failed = false;
+          try {
+            block_type block = w.begin_block(info);
+            if constexpr (detail::batch_worker<worker_type>) {
               try {
-                w.run_path(p, block);
+                w.run_block(info, block);
+              } catch (const path_failure& f) {
+                record_error(f.path, f.error);
+                block_failed = true;
               } catch (...) {
-                record_error(p, std::current_exception());
+                record_error(info.range.first, std::current_exception());
                 block_failed = true;
               }
-              paths_done.fetch_add(1);
+              paths_done.fetch_add(info.range.size());
+            } else {
+              for (long long p = info.range.first; p < info.range.last; ++p) {
+                try {
+                  w.run_path(p, block);
+                } catch (...) {
+                  record_error(p, std::current_exception());
+                  block_failed = true;
+                }
+                paths_done.fetch_add(1);
+              }
             }
+            if (block_failed || failed.load()) continue;  // results are discarded: skip the fold
+            hand_over(info, std::move(block));
+          } catch (...) {
+            // begin_block or the reducer (mutex released by now).
+            record_error(info.range.first, std::current_exception());
           }
-          if (block_failed || failed.load()) continue;  // results are discarded: skip the fold
-          std::lock_guard lock(mutex);
-          pending.emplace(b, std::pair<block_info, block_type>(info, std::move(block)));
-          for (auto it = pending.find(next_to_reduce); it != pending.end();
-               it = pending.find(next_to_reduce)) {
-            reduce(it->second.first, std::move(it->second.second));
-            pending.erase(it);
-            ++next_to_reduce;
-          }
-        } catch (...) {
-          // begin_block or the reducer (mutex released by now).
-          record_error(info.range.first, std::current_exception());
         }
       }
     } catch (...) {

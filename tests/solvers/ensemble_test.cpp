@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -263,6 +264,80 @@ TEST_CASE(
   bad.block_size = 0;
   CHECK_THROWS_AS(ncsde::for_each_path(ncsde::path_range{0, 1}, bad, [](long long) {}),
                   ncsde::invalid_argument);
+}
+
+TEST_CASE(
+    "execute: a worker that claims runs of blocks gets consecutive blocks, and the reducer sees "
+    "every block in order, the same for any claim and thread count; errors are the lowest path's") {
+  // A run worker (as an accelerator's batch would be): blocks_per_claim() blocks at a time, run
+  // as one by run_blocks; a failing path is named by path_failure.
+  struct run_worker {
+    using block_type = std::vector<long long>;
+    long long claim;
+    std::vector<long long>* sizes;  ///< the size of every run handed over (one thread only)
+    long long blocks_per_claim() const { return claim; }
+    block_type begin_block(const ncsde::block_info&) const { return {}; }
+    void run_blocks(std::span<const ncsde::block_info> infos, std::span<block_type> blocks) const {
+      if (sizes) sizes->push_back(static_cast<long long>(infos.size()));
+      for (std::size_t i = 1; i < infos.size(); ++i)
+        CHECK(infos[i].index == infos[i - 1].index + 1);
+      for (std::size_t i = 0; i < infos.size(); ++i)
+        for (long long p = infos[i].range.first; p < infos[i].range.last; ++p) {
+          if (p % 97 == 13)
+            throw ncsde::path_failure{
+                p, std::make_exception_ptr(std::runtime_error("path " + std::to_string(p)))};
+          blocks[i].push_back(p);
+        }
+    }
+  };
+  static_assert(ncsde::detail::run_worker<run_worker>);
+  for (const long long claim : {1LL, 3LL, 100LL})
+    for (const int threads : {1, 2, 3}) {
+      CAPTURE(claim);
+      CAPTURE(threads);
+      ncsde::executor_options xo;
+      xo.threads = threads;
+      xo.block_size = 10;
+      xo.progress = ncsde::progress_mode::off;
+      std::vector<long long> sizes;
+      std::vector<ncsde::block_info> seen;
+      std::vector<long long> paths;
+      ncsde::execute(
+          ncsde::path_range{14, 95}, xo,
+          [&] {
+            return run_worker{claim, threads == 1 ? &sizes : nullptr};
+          },
+          [&](const ncsde::block_info& info, std::vector<long long>&& b) {
+            seen.push_back(info);
+            paths.insert(paths.end(), b.begin(), b.end());
+          });
+      // Paths 14..94 without 13 + 97k (none here): blocks 1..9, in order, cut at both ends.
+      REQUIRE(seen.size() == 9);
+      for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i].index == 1 + (long long)i);
+      CHECK(paths.size() == 81);
+      CHECK(std::is_sorted(paths.begin(), paths.end()));
+      if (threads == 1) {
+        // Runs of `claim` blocks (the last one shorter).
+        long long total = 0;
+        for (const long long n : sizes) {
+          CHECK(n <= claim);
+          total += n;
+        }
+        CHECK(total == 9);
+        CHECK(sizes.front() == std::min<long long>(claim, 9));
+      }
+      try {
+        ncsde::execute(
+            ncsde::path_range{14, 1000}, xo,
+            [&] {
+              return run_worker{claim, nullptr};
+            },
+            [](const ncsde::block_info&, std::vector<long long>&&) {});
+        FAIL("no error");
+      } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()) == "path 110");
+      }
+    }
 }
 
 TEST_CASE(
