@@ -439,17 +439,20 @@ class lane_integrator {
   void draw_ahead(const std::array<std::uint64_t, W>& paths, int lanes, long long first_step,
                   int count, int ahead) {
     const auto stride = static_cast<std::ptrdiff_t>(ahead) * W;
-    if (count * W <= lane_stream_capacity) {
-      std::array<std::uint64_t, lane_stream_capacity> stream_paths{}, stream_steps{};
-      for (int s = 0; s < count; ++s)
-        for (int l = 0; l < W; ++l) {
-          stream_paths[static_cast<std::size_t>(s * W + l)] = paths[static_cast<std::size_t>(l)];
-          stream_steps[static_cast<std::size_t>(s * W + l)] =
-              static_cast<std::uint64_t>(first_step + s);
-        }
-      lane_normals_at(m_seed, stream_paths.data(), stream_steps.data(), count * W,
-                      random_domain::increments, 0, m_ahead.data(), m_k, stride);
-      return;
+    // (Groups wider than lane_stream_capacity never fit: the branch is not compiled for them.)
+    if constexpr (W <= lane_stream_capacity) {
+      if (count * W <= lane_stream_capacity) {
+        std::array<std::uint64_t, lane_stream_capacity> stream_paths{}, stream_steps{};
+        for (int s = 0; s < count; ++s)
+          for (int l = 0; l < W; ++l) {
+            stream_paths[static_cast<std::size_t>(s * W + l)] = paths[static_cast<std::size_t>(l)];
+            stream_steps[static_cast<std::size_t>(s * W + l)] =
+                static_cast<std::uint64_t>(first_step + s);
+          }
+        lane_normals_at(m_seed, stream_paths.data(), stream_steps.data(), count * W,
+                        random_domain::increments, 0, m_ahead.data(), m_k, stride);
+        return;
+      }
     }
     for (int c = 0; c < lanes; c += lane_stream_capacity)
       lane_normals(m_seed, paths.data() + c, std::min(lane_stream_capacity, lanes - c),
