@@ -76,10 +76,13 @@ inline bool keeps_covariance(covariance_mode mode, int K) {
 }
 
 /// The block size of a run whose states have K coordinates (ensemble_options::block_size = 0): 64
-/// paths while K ≤ 136 (m ≤ 16 on matrix states), 16 while K ≤ 528 (m ≤ 32), 8 beyond. A block is
-/// what one worker runs at a time, so large states, whose paths are costly, come in small blocks
-/// that keep every core busy (256 paths at m = 64 are 32 blocks, not 4).
-inline int automatic_block_size(int K) { return K <= 136 ? 64 : K <= 528 ? 16 : 8; }
+/// paths while K ≤ max_automatic_covariance (136: m ≤ 16 on matrix states, the sizes whose blocks
+/// keep their covariance), 16 while K ≤ 528 (m ≤ 32), 8 beyond. A block is what one worker runs at
+/// a time, so large states, whose paths are costly, come in small blocks that keep every core busy
+/// (256 paths at m = 64 are 32 blocks, not 4).
+inline int automatic_block_size(int K) {
+  return K <= max_automatic_covariance ? 64 : K <= 528 ? 16 : 8;
+}
 
 struct ensemble_options {
   std::uint64_t seed = 0;

@@ -327,9 +327,8 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           // The summaries: the packed coordinates (K ≤ entries; m(m + 1)/2 on the symmetric
           // spaces, where the covariance is kept up to a larger m), with or without their
           // covariance; bounded above by K = entries.
-          const double fewest = rows == cols ? entries - static_cast<double>(rows) *
-                                                             static_cast<double>(rows - 1) / 2.0
-                                             : entries;
+          const double fewest =
+              rows == cols ? static_cast<double>(packed_size(static_cast<int>(rows))) : entries;
           const bool full = keeps_covariance(eopt.covariance, static_cast<int>(fewest));
           const double summaries = cli::ensemble_summary_bytes(entries, static_cast<double>(paths),
                                                                iopt.save_times.size(), full);
