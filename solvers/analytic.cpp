@@ -10,7 +10,9 @@
 #include <string>
 #include <utility>
 
+#include "ncsde/dense_kernels.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/psd.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde::analytic {
@@ -145,11 +147,9 @@ const matrix& gram_factor::factor(const matrix& v) {
   if (m_valid && v.rows() == m_v.rows() && v.cols() == m_v.cols() && v == m_v) return m_l;
   m_v = v;
   m_valid = true;
-  m_llt.compute(v);
-  m_cholesky = m_llt.info() == Eigen::Success;
-  if (m_cholesky) {
-    m_l = m_llt.matrixL();
-  } else {
+  // The positive-definiteness check's Cholesky factor, which is the lanes' (lane_cholesky).
+  m_cholesky = ncsde::detail::cholesky_factor(v, m_l);
+  if (!m_cholesky) {
     m_eigen.compute(v, Eigen::ComputeEigenvectors);
     m_s = m_eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt();
     m_l.noalias() = m_eigen.eigenvectors() * m_s.asDiagonal() * m_eigen.eigenvectors().transpose();
@@ -162,8 +162,8 @@ void gram_factor::derivative(const matrix& h, matrix& out) {
   const Eigen::Index m = m_l.rows();
   if (m_cholesky) {
     // X = L⁻¹ H L⁻ᵀ (H symmetric): two triangular solves.
-    m_work = m_llt.matrixL().solve(h);
-    m_x = m_llt.matrixL().solve(m_work.transpose());
+    m_work = m_l.triangularView<Eigen::Lower>().solve(h);
+    m_x = m_l.triangularView<Eigen::Lower>().solve(m_work.transpose());
     m_x.triangularView<Eigen::StrictlyUpper>().setZero();
     m_x.diagonal() *= 0.5;
     out.noalias() = m_l * m_x;
@@ -188,11 +188,9 @@ void gram_factor::derivative(const matrix& h, matrix& out) {
 }
 
 void lane_factors::factor(const lane_block& states, int m) {
-  hint.factor(states, m, l, ok);  // lane_cholesky, or the engine's factors of these states
-  // gram_factor's L is discontinuous at the cone's boundary (the Cholesky factor inside, the PSD
-  // square root once Cholesky fails), and its Cholesky sums run in Eigen's order: a lane without a
-  // wide pivot margin takes gram_factor itself, so that every lane makes the per-path choice.
-  require_pivot_margin(states, m, l, ok);
+  // lane_cholesky, or the engine's factors of these states: gram_factor's Cholesky factor bit for
+  // bit (detail::cholesky_factor); the other lanes take gram_factor itself (the PSD square root).
+  hint.factor(states, m, l, ok);
   triangular = ok.all();
   if (triangular) return;
   v.resize(m, m);
@@ -278,6 +276,19 @@ matrix gbm::second_moments(const matrix& v0, double t) const {
 namespace {
 
 /// f.t = L X lane by lane (L = f.l; lane_product).
+/// out = L X, and out = X Lᵀ, on one path in the lane arithmetic's order (dense_kernels.hpp): bit
+/// for bit a lane's lane_product and lane_product_transposed. `lower`: L is lower triangular.
+void path_product(const matrix& l, const double* x, bool lower, matrix& out) {
+  const int m = static_cast<int>(l.rows());
+  out.resize(m, m);
+  ncsde::detail::matrix_product(l.data(), x, m, lower, out.data());
+}
+void path_product_transposed(const matrix& x, const matrix& l, bool lower, matrix& out) {
+  const int m = static_cast<int>(l.rows());
+  out.resize(m, m);
+  ncsde::detail::matrix_product_transposed(x.data(), l.data(), m, lower, out.data());
+}
+
 void lane_factor_product(detail::lane_factors& f, const lane_block& x, int m) {
   lane_product(f.l, x, m, f.triangular, f.t);
 }
@@ -473,17 +484,26 @@ int lifted_linear::noise_dimension(int m) const {
 }
 
 void lifted_linear::drift(const matrix& v, matrix& out, double) const {
-  out.noalias() = m_a * v;
+  // The products in the lane arithmetic's order, as drift_lanes.
+  path_product(m_a, v.data(), false, out);
   out += out.transpose().eval();
-  for (const matrix& bj : m_b) out.noalias() += bj * v * bj.transpose();
+  matrix bv, sandwich;
+  for (const matrix& bj : m_b) {
+    path_product(bj, v.data(), false, bv);
+    path_product_transposed(bv, bj, false, sandwich);
+    out += sandwich;
+  }
 }
 
 void lifted_linear::diffusion(const matrix& v, const vector& xi, matrix& out, double) const {
   NCSDE_ASSERT(xi.size() == static_cast<Eigen::Index>(m_b.size()),
                "lifted_linear: xi has the wrong size");
   out.setZero(v.rows(), v.cols());
-  for (std::size_t j = 0; j < m_b.size(); ++j)
-    out.noalias() += xi(static_cast<Eigen::Index>(j)) * (m_b[j] * v);
+  matrix bv;
+  for (std::size_t j = 0; j < m_b.size(); ++j) {
+    path_product(m_b[j], v.data(), false, bv);
+    out += xi(static_cast<Eigen::Index>(j)) * bv;
+  }
   out += out.transpose().eval();
 }
 
@@ -603,7 +623,9 @@ void linear_covariance::diffusion(const matrix& v, const vector& xi, matrix& out
   const Eigen::Map<const matrix> g(xi.data(), m, m);
   m_w = (g + g.transpose()) / std::numbers::sqrt2;
   const matrix& l = m_factor.factor(v);
-  out.noalias() = l * m_w * l.transpose();
+  // L W Lᵀ as diffusion_lanes forms it: T = L W, then T Lᵀ.
+  path_product(l, m_w.data(), m_factor.cholesky(), m_h);
+  path_product_transposed(m_h, l, m_factor.cholesky(), out);
 }
 
 void linear_covariance::diffusion_derivative(const matrix& v, const matrix& h, const vector& xi,
@@ -707,7 +729,7 @@ void wishart::diffusion(const matrix& v, const vector& xi, matrix& out, double) 
   NCSDE_ASSERT(xi.size() == m * m, "wishart: xi must have m*m entries");
   const Eigen::Map<const matrix> g(xi.data(), m, m);
   const matrix& l = m_factor.factor(v);
-  out.noalias() = l * g;
+  path_product(l, g.data(), m_factor.cholesky(), out);
   out += out.transpose().eval();
 }
 

@@ -18,6 +18,10 @@
 #include <hwy/highway.h>
 #include <Eigen/Core>
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
 HWY_BEFORE_NAMESPACE();
 namespace ncsde {
 namespace HWY_NAMESPACE {
@@ -170,6 +174,125 @@ HWY_INLINE void cholesky(const lanes_in& v, int m_in, const lanes_out& l, double
     }
   }
   hn::StoreU(hn::IfThenElseZero(good, hn::Set(D(), 1.0)), D(), ok);
+}
+
+// ---- one matrix, vectorised over its rows ---------------------------------------------------------
+// The same sums on one m×m matrix (column-major, leading dimension m), the per-path form of the
+// lane arithmetic above: a vector holds `chunk` consecutive rows of one column, and each entry's
+// sum runs over the same index, from +0 (or from V_ij in the factorisation), in the same increasing
+// order, with the same correctly rounded operations, as that entry's sum in a lane. So a path's
+// product or factor is bit for bit the one its lane gets, on every target. Rows that do not fill a
+// vector take the entry-by-entry loop (the same operations).
+
+/// out(:, j) = Σ_k A(:, k) B(k, j) over k < m; with `row_lower` only k ≤ a (row a), with
+/// `col_lower` only k ≤ j. A column-major m×m; B(k, j) = b[k·bk + j·bj].
+template <int M>
+HWY_INLINE void matrix_product(const double* a, const double* b, Eigen::Index bk, Eigen::Index bj,
+                               int m_in, bool row_lower, bool col_lower, double* out) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
+  const Eigen::Index ld = m;
+  auto bkj = [&](int k, int j) { return b[k * bk + j * bj]; };
+  auto end = [&](int row, int j) { return row_lower ? row + 1 : col_lower ? j + 1 : m; };
+  auto one = [&](int row, int j) {
+    double s = 0.0;
+    const int e = end(row, j);
+    for (int k = 0; k < e; ++k) s += a[row + k * ld] * bkj(k, j);
+    out[row + j * ld] = s;
+  };
+  constexpr int kC = 4;
+  const int full_rows = m / chunk * chunk;
+  // R vectors of rows from row a0, C columns from j0.
+  auto tile = [&]<int R, int C>(int a0, int j0) {
+    V s[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) s[r][c] = hn::Zero(D());
+    // Every row and column of the tile sums k < common at least.
+    const int common = row_lower ? a0 + 1 : col_lower ? j0 + 1 : m;
+    for (int k = 0; k < common; ++k) {
+      V ak[R];
+      for (int r = 0; r < R; ++r) ak[r] = hn::LoadU(D(), a + a0 + r * chunk + k * ld);
+      for (int c = 0; c < C; ++c) {
+        const V bc = hn::Set(D(), bkj(k, j0 + c));
+        for (int r = 0; r < R; ++r) s[r][c] = hn::Add(s[r][c], hn::Mul(ak[r], bc));
+      }
+    }
+    if (row_lower) {
+      // Row a sums k ≤ a: in the vector of rows from a_r, the rows from k − a_r on.
+      const int k_end = std::min(m, a0 + R * chunk);
+      for (int k = common; k < k_end; ++k)
+        for (int r = 0; r < R; ++r) {
+          const int skip = k - (a0 + r * chunk);
+          if (skip >= chunk) continue;
+          const V ak = hn::LoadU(D(), a + a0 + r * chunk + k * ld);
+          const auto live = hn::Not(hn::FirstN(D(), static_cast<std::size_t>(std::max(skip, 0))));
+          for (int c = 0; c < C; ++c) {
+            const V bc = hn::Set(D(), bkj(k, j0 + c));
+            s[r][c] = hn::IfThenElse(live, hn::Add(s[r][c], hn::Mul(ak, bc)), s[r][c]);
+          }
+        }
+    }
+    if (col_lower)
+      for (int c = 1; c < C; ++c)
+        for (int k = common; k <= j0 + c; ++k) {
+          const V bc = hn::Set(D(), bkj(k, j0 + c));
+          for (int r = 0; r < R; ++r)
+            s[r][c] = hn::Add(s[r][c], hn::Mul(hn::LoadU(D(), a + a0 + r * chunk + k * ld), bc));
+        }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) hn::StoreU(s[r][c], D(), out + a0 + r * chunk + (j0 + c) * ld);
+  };
+  auto columns = [&]<int C>(int j0) {
+    int a0 = 0;
+    for (; a0 + 2 * chunk <= full_rows; a0 += 2 * chunk) tile.template operator()<2, C>(a0, j0);
+    for (; a0 < full_rows; a0 += chunk) tile.template operator()<1, C>(a0, j0);
+    for (int row = full_rows; row < m; ++row)
+      for (int c = 0; c < C; ++c) one(row, j0 + c);
+  };
+  int j0 = 0;
+  for (; j0 + kC <= m; j0 += kC) columns.template operator()<kC>(j0);
+  for (; j0 < m; ++j0) columns.template operator()<1>(j0);
+}
+
+/// The Cholesky factor of one m×m matrix by the algorithm and in the order of `cholesky` above, the
+/// rows below the pivot a vector at a time. Returns false as soon as a pivot is not > 0 (or NaN),
+/// with L unspecified.
+template <int M>
+HWY_INLINE bool matrix_cholesky(const double* v, int m_in, double* l) {
+  const int m = M == Eigen::Dynamic ? m_in : M;
+  const Eigen::Index ld = m;
+  for (int j = 0; j < m; ++j)
+    for (int i = 0; i < j; ++i) l[i + j * ld] = 0.0;
+  for (int j = 0; j < m; ++j) {
+    double d = v[j + j * ld];
+    for (int k = 0; k < j; ++k) d -= l[j + k * ld] * l[j + k * ld];
+    if (!(d > 0.0)) return false;
+    const double ljj = std::sqrt(d);
+    l[j + j * ld] = ljj;
+    const V pivot = hn::Set(D(), ljj);
+    int i = j + 1;
+    for (; i + 2 * chunk <= m; i += 2 * chunk) {
+      V s0 = hn::LoadU(D(), v + i + j * ld), s1 = hn::LoadU(D(), v + i + chunk + j * ld);
+      for (int k = 0; k < j; ++k) {
+        const V ljk = hn::Set(D(), l[j + k * ld]);
+        s0 = hn::Sub(s0, hn::Mul(hn::LoadU(D(), l + i + k * ld), ljk));
+        s1 = hn::Sub(s1, hn::Mul(hn::LoadU(D(), l + i + chunk + k * ld), ljk));
+      }
+      hn::StoreU(hn::Div(s0, pivot), D(), l + i + j * ld);
+      hn::StoreU(hn::Div(s1, pivot), D(), l + i + chunk + j * ld);
+    }
+    for (; i + chunk <= m; i += chunk) {
+      V s = hn::LoadU(D(), v + i + j * ld);
+      for (int k = 0; k < j; ++k)
+        s = hn::Sub(s, hn::Mul(hn::LoadU(D(), l + i + k * ld), hn::Set(D(), l[j + k * ld])));
+      hn::StoreU(hn::Div(s, pivot), D(), l + i + j * ld);
+    }
+    for (; i < m; ++i) {
+      double s = v[i + j * ld];
+      for (int k = 0; k < j; ++k) s -= l[i + k * ld] * l[j + k * ld];
+      l[i + j * ld] = s / ljj;
+    }
+  }
+  return true;
 }
 
 }  // namespace lane_simd

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/dense_kernels.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/lanes.hpp"
 
@@ -35,6 +36,9 @@ struct lanes_table {
                   double* out, bool transposed);
   void (*cholesky)(const double* v, int lanes, int m, double* l, bool* ok);
   void (*combine)(const detail::lane_combination_args& a);
+  void (*matrix_product)(const double* a, const double* b, Eigen::Index bk, Eigen::Index bj, int m,
+                         bool row_lower, bool col_lower, double* out);
+  bool (*matrix_cholesky)(const double* v, int m, double* l);
 };
 
 }  // namespace
@@ -141,6 +145,21 @@ void cholesky(const double* v, int lanes, int m, double* l, bool* ok) {
   });
 }
 
+/// detail::matrix_product and matrix_product_transposed (lane_simd::matrix_product).
+void matrix_product(const double* a, const double* b, Eigen::Index bk, Eigen::Index bj, int m,
+                    bool row_lower, bool col_lower, double* out) {
+  with_fixed_size(m, [&]<int M>() {
+    lane_simd::matrix_product<M>(a, b, bk, bj, m, row_lower, col_lower, out);
+  });
+}
+
+/// detail::matrix_cholesky.
+bool matrix_cholesky(const double* v, int m, double* l) {
+  bool ok = false;
+  with_fixed_size(m, [&]<int M>() { ok = lane_simd::matrix_cholesky<M>(v, m, l); });
+  return ok;
+}
+
 }  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace ncsde
@@ -152,8 +171,9 @@ HWY_AFTER_NAMESPACE();
 namespace ncsde {
 namespace {
 
-#define NCSDE_LANES_TARGET(T) \
-  lanes_table{HWY_##T, &N_##T::product, &N_##T::cholesky, &N_##T::combine},
+#define NCSDE_LANES_TARGET(T)                                            \
+  lanes_table{HWY_##T,         &N_##T::product,        &N_##T::cholesky, \
+              &N_##T::combine, &N_##T::matrix_product, &N_##T::matrix_cholesky},
 constexpr lanes_table target_tables[] = {NCSDE_HWY_TARGETS(NCSDE_LANES_TARGET)};
 #undef NCSDE_LANES_TARGET
 
@@ -229,6 +249,20 @@ void lane_trial_columns(const lane_trial_args& a) {
   c.nonfinite = a.nonfinite;
   c.size = a.size;
   lane_combine_columns(c);
+}
+
+void matrix_product(const double* l, const double* x, int m, bool lower, double* out) {
+  // out(:, d) = Σ_c L(:, c) X(c, d): B = X, B(c, d) = x[c + d·m]; `lower` bounds c by the row.
+  tables().matrix_product(l, x, 1, m, m, lower, false, out);
+}
+
+void matrix_product_transposed(const double* x, const double* l, int m, bool lower, double* out) {
+  // out(:, b) = Σ_d X(:, d) L(b, d): B(d, b) = L(b, d) = l[b + d·m]; `lower` bounds d by the column.
+  tables().matrix_product(x, l, m, 1, m, false, lower, out);
+}
+
+bool matrix_cholesky(const double* v, int m, double* l) {
+  return tables().matrix_cholesky(v, m, l);
 }
 
 std::int64_t lane_target() { return tables().target; }

@@ -83,7 +83,6 @@ class gram_factor {
   matrix m_v, m_l, m_work, m_x;
   vector m_s;
   bool m_valid = false, m_cholesky = false;
-  Eigen::LLT<matrix> m_llt;
   Eigen::SelfAdjointEigenSolver<matrix> m_eigen;
 };
 
@@ -228,8 +227,8 @@ class lifted_linear {
 
   /// The batched form (BatchedSde, lanes.hpp): A V + (A V)ᵀ + Σ_j B_j V B_jᵀ and
   /// Σ_j ξ_j B_j V + (Σ_j ξ_j B_j V)ᵀ lane by lane, the products by lane_product and
-  /// lane_product_transposed. Their sums run in another order than Eigen's products: a batched path
-  /// agrees with the unbatched one to round-off.
+  /// lane_product_transposed; drift() and diffusion() form the same products through
+  /// dense_kernels.hpp in the same order: a batched path is the unbatched one bit for bit.
   void drift_lanes(const lane_block& v, lane_block& out, double t) const;
   void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
 
@@ -276,8 +275,9 @@ class linear_covariance {
   /// sigma = Σ_lin(V) over the K = m(m+1)/2 packed index pairs (CovarianceSde).
   void covariance(const matrix& v, matrix& sigma, double t) const;
   /// The batched form (BatchedSde): L W Lᵀ lane by lane, L the lanes' Cholesky factors
-  /// (lane_cholesky; detail::gram_factor for a lane that is not positive definite). The sums run in
-  /// another order than Eigen's products: a batched path agrees with the unbatched one to round-off.
+  /// (lane_cholesky; detail::gram_factor for a lane that is not positive definite). diffusion()
+  /// forms the same products in the same order (dense_kernels.hpp): a batched path is the unbatched
+  /// one bit for bit.
   void drift_lanes(const lane_block& v, lane_block& out, double t) const;
   void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
   /// The batched engine's lane_cholesky factors of exactly v (BatchedSdeWithCholeskyHint).
@@ -324,8 +324,8 @@ class wishart {
   void diffusion_derivative(const matrix& v, const matrix& h, const vector& xi, matrix& out,
                             double t) const;
   void covariance(const matrix& v, matrix& sigma, double t) const;
-  /// The batched form (BatchedSde): p·I and L Ξ + (L Ξ)ᵀ lane by lane (lane_factors); agrees with
-  /// the unbatched path to round-off.
+  /// The batched form (BatchedSde): p·I and L Ξ + (L Ξ)ᵀ lane by lane (lane_factors); bit for bit
+  /// the unbatched path (diffusion() forms L Ξ through dense_kernels.hpp).
   void drift_lanes(const lane_block& v, lane_block& out, double t) const;
   void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
   /// The batched engine's lane_cholesky factors of exactly v (BatchedSdeWithCholeskyHint).

@@ -20,15 +20,13 @@
 ///    expression, to lane_step::form_trial (detail::lane_combine_columns: the sum, the
 ///    symmetrisation and the measurements settle reads, in one pass).
 /// So a path's result is that of the unbatched path up to the SDE's batched coefficients: when
-/// drift_lanes and diffusion_lanes perform the per-path operations in the same order (gbm, the
-/// scalar and vector examples) the results are bit-identical; otherwise (a matrix product summed in
-/// another order than Eigen's) they agree to round-off while the paths stay off the cone's
-/// boundary (a coefficient that switches branch there, as gram_factor switches from the Cholesky
-/// factor to the PSD square root, may take the other branch on a boundary state). The cone check on fixed sizes m ∈
-/// fixed_sizes uses lane_cholesky, which is small_cholesky lane by lane, so classification is the
-/// per-path one; on ncsde::matrix states (Eigen::LLT per path) a lane passes by lane_cholesky only
-/// with a wide margin over round-off. Lanes that do not pass are classified by the per-path
-/// checker.
+/// drift_lanes and diffusion_lanes perform the per-path operations in the same order the results
+/// are bit-identical. The library's SDEs all do (gbm and the other analytic problems, the built-in
+/// models): their per-path products and factorisations run the lane arithmetic's operations
+/// (dense_kernels.hpp). A user's SDE whose batched form sums in another order agrees to round-off
+/// while its paths stay off the cone's boundary. The cone check uses lane_cholesky, which is the
+/// per-path check's factorisation (detail::cholesky_factor) lane by lane, so classification is the
+/// per-path one; lanes it does not factor are classified by the per-path checker.
 /// Lanes never interact, so results do not depend on the grouping, the thread count or the path
 /// range (ensemble.hpp).
 ///
@@ -359,13 +357,9 @@ class lane_integrator {
         }
       if constexpr (space == state_space::psd_cone) {
         lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_cholesky_ok);
+        // lane_cholesky is the per-path check's factorisation (detail::cholesky_factor) lane by
+        // lane, bit for bit: a lane it factors is the per-path check's positive-definite state.
         m_factored = m_cholesky_ok;
-        // The per-path check factorises ncsde::matrix states with Eigen::LLT, whose sums run in
-        // another order: there a lane counts as positive definite only with a wide margin (for
-        // m = 1 the two factorisations are the same operation); the other lanes go to the per-path
-        // checker.
-        if constexpr (State::RowsAtCompileTime == Eigen::Dynamic)
-          if (rows > 1) require_pivot_margin(m_trial, static_cast<int>(rows), m_factor, m_factored);
       }
       // The common step: every lane of the group live and settling as is (plain_group), no stop
       // condition: the group's state moves as one block, which is what settle() and the row copy
@@ -532,7 +526,7 @@ class lane_integrator {
   block m_v, m_trial, m_dw, m_factor;
   Eigen::ArrayXXd m_ahead;  ///< (ahead·W) × k: the normals of the steps drawn ahead
   /// lane_cholesky's verdict on the trial states (m_factor), and the lanes the cone check passes
-  /// by it (on ncsde::matrix states, those with the pivot margin as well).
+  /// by it.
   mask m_cholesky_ok = mask::Constant(false), m_factored = mask::Constant(false);
   column m_asymmetry = column::Zero(), m_size = column::Zero();
   column m_nonfinite = column::Zero(), m_finite_sum = column::Zero();

@@ -98,14 +98,17 @@ struct ensemble_options {
   /// else of the schedule. 0 (the default): automatic_block_size of the state's coordinates, a
   /// function of the run alone (never of the thread count), at least the SDE's lane width.
   int block_size = 0;
-  /// Step lane groups of batch_width paths at once (batched.hpp) when the run allows it: the
-  /// Euler–Maruyama scheme or the commutative Milstein scheme in its derivative-free form, an SDE
-  /// with a batched form (BatchedSde), the default (seed, path)
-  /// streams, fixed steps and a pd_policy other than refine. Otherwise, and by default, paths are
-  /// stepped one by one. A batched path's numbers are the unbatched path's up to the round-off of
-  /// the SDE's batched coefficients (bit-identical when they compute in the same order); like
-  /// every run they do not depend on the thread count or the path range.
-  bool batched = false;
+  /// Step lane groups of batch_width paths at once (batched.hpp) when the run allows it (the
+  /// default): a scheme with a lane form (Euler–Maruyama, the commutative Milstein scheme in its
+  /// derivative-free form, the predictor–corrector), an SDE with a batched form (BatchedSde) that
+  /// prefers lanes at the state's size (prefers_lanes, lanes.hpp), the default (seed, path)
+  /// streams, fixed steps and a pd_policy other than refine; other runs, and
+  /// every run with false, step paths one by one. A batched path's numbers are the unbatched
+  /// path's bit for bit when the SDE's batched coefficients compute in the per-path order, as the
+  /// library's SDEs do (the built-in models, the analytic problems); a user's batched form that
+  /// sums in another order agrees to its round-off. Like every run they do not depend on the
+  /// thread count or the path range.
+  bool batched = true;
   /// The work limit of the whole run, ≥ 1 (work limits, integrate.hpp's step_control): every path
   /// gets the same share, min(integrate_options::max_path_steps, max_run_steps / paths), fixed
   /// before any path runs; a path that uses its share up ends as path_status::exhausted.
@@ -486,7 +489,8 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
         using rebound = stepper_for<Stepper, Fixed>;
         using lane_stepper = typename rebound::type;
         if constexpr (LaneScheme<lane_stepper, S>) {
-          if (default_stream && opt.batched && batched_run_allowed(resolved)) {
+          if (default_stream && opt.batched && batched_run_allowed(resolved) &&
+              prefers_lanes(prob.sde, v0.size())) {
             const lane_stepper local = rebound::make(stepper);
             if (lane_stepper::template lane_form<S>::applies(local)) {
               using worker = batched_ensemble_worker<S, State, Fixed, lane_stepper>;

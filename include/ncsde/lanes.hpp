@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -155,6 +156,21 @@ inline void lane_cholesky(const lane_block_of<W>& v, int m, lane_block_of<W>& l,
   detail::lane_cholesky_columns(v.data(), W, m, l.data(), ok.data());
 }
 
+/// Whether the batched engine should step S's states of `coordinates` coordinates (rows × cols) in
+/// lane groups: an SDE whose batched and per-path forms give the same numbers, but not at the same
+/// speed at every size, may say so with a member `bool prefers_lanes(Eigen::Index coordinates)
+/// const` (the built-in models: lanes up to m = 63, one path at a time beyond, where a path's
+/// vectorised products outrun eight paths' lanes); without one, lanes whenever the run allows.
+template <class S>
+bool prefers_lanes(const S& s, Eigen::Index coordinates) {
+  if constexpr (requires {
+                  { s.prefers_lanes(coordinates) } -> std::convertible_to<bool>;
+                })
+    return s.prefers_lanes(coordinates);
+  else
+    return true;
+}
+
 /// S factorises its lanes' states itself and accepts the batched engine's factors (the batched
 /// SdeWithCholeskyHint, concepts.hpp):
 ///   s.use_cholesky_lanes(v, l, ok): (l, ok) is lane_cholesky(v, m, l, ok) of exactly the block v,
@@ -198,24 +214,6 @@ class lane_cholesky_cache {
   lane_mask_of<W> m_ok = lane_mask_of<W>::Constant(false);
   bool m_valid = false;
 };
-
-/// Clears ok(l) for the lanes whose lane_cholesky factor l of v has a pivot within a wide margin of
-/// round-off: smallest L_jj² ≤ 64·m·ε·max_j |V_jj|. Where the margin holds, any Cholesky
-/// factorisation of the lane (another order of the same sums, as Eigen::LLT's) succeeds too; the
-/// lanes it clears are to be decided by the factorisation they must agree with.
-template <int W>
-inline void require_pivot_margin(const lane_block_of<W>& v, int m, const lane_block_of<W>& l,
-                                 lane_mask_of<W>& ok) {
-  lane_column_of<W> smallest = lane_column_of<W>::Constant(std::numeric_limits<double>::infinity());
-  lane_column_of<W> largest = lane_column_of<W>::Zero();
-  for (int j = 0; j < m; ++j) {
-    const Eigen::Index jj = static_cast<Eigen::Index>(j + j * m);
-    smallest = smallest.min(l.col(jj).square());
-    largest = largest.max(v.col(jj).abs());
-  }
-  ok = ok && (smallest >
-              64.0 * static_cast<double>(m) * std::numeric_limits<double>::epsilon() * largest);
-}
 
 /// out = L X for the m×m matrices of a lane group, lane by lane (entry (a, b) in column a + b·m):
 /// out(a, d) = Σ_c L(a, c) X(c, d), summed in increasing c from 0. With `lower` (L lower triangular

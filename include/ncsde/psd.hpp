@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/dense_kernels.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/symmetric.hpp"
 
@@ -66,17 +67,18 @@ bool small_cholesky(const square_matrix<M>& v, square_matrix<M>& l) {
 
 /// The Cholesky factor L (lower, L Lᵀ = V) as the check and the models' factorisations compute it,
 /// so that a factor handed from one to the other is the one the other would compute, bit for bit:
-/// small_cholesky on compile-time sizes, Eigen::LLT (workspace `llt`, unused on fixed sizes) on
-/// ncsde::matrix. Returns false, with L unspecified, when V is not numerically positive definite.
+/// small_cholesky on compile-time sizes, detail::matrix_cholesky (dense_kernels.hpp: the same
+/// algorithm and order, vectorised over rows on the CPU's widest instruction set) on ncsde::matrix.
+/// Both are lane_cholesky's factor of the same matrix, bit for bit. Returns false, with L
+/// unspecified, when V is not numerically positive definite.
 template <class State>
-bool cholesky_factor(const State& v, Eigen::LLT<State>& llt, State& l) {
+bool cholesky_factor(const State& v, State& l) {
   if constexpr (State::RowsAtCompileTime != Eigen::Dynamic) {
     return small_cholesky(v, l);
   } else {
-    llt.compute(v);
-    if (llt.info() != Eigen::Success) return false;
-    l = llt.matrixL();
-    return true;
+    const int m = static_cast<int>(v.rows());
+    l.resize(m, m);
+    return matrix_cholesky(v.data(), m, l.data());
   }
 }
 
@@ -94,7 +96,7 @@ class basic_psd_checker {
     // Cholesky does not see NaN (its pivot test x <= 0 is false for NaN), so a non-finite V would
     // pass as positive definite: classify it before factorising.
     if (!v.allFinite()) return {psd_status::outside, std::numeric_limits<double>::quiet_NaN()};
-    m_factored = detail::cholesky_factor(v, m_llt, m_l);
+    m_factored = detail::cholesky_factor(v, m_l);
     if (m_factored)
       return {psd_status::positive_definite, std::numeric_limits<double>::quiet_NaN()};
     m_eigen.compute(v, Eigen::EigenvaluesOnly);
@@ -127,7 +129,6 @@ class basic_psd_checker {
   }
 
  private:
-  Eigen::LLT<State> m_llt;  // ncsde::matrix states only
   State m_l;
   bool m_factored = false;
   Eigen::SelfAdjointEigenSolver<State> m_eigen;

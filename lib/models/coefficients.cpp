@@ -5,6 +5,7 @@
 #include <numbers>
 #include <vector>
 
+#include "ncsde/dense_kernels.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/psd.hpp"
 #include "ncsde/symmetric.hpp"
@@ -13,31 +14,45 @@ namespace ncsde::models {
 
 namespace {
 
-/// dst = a·b: Eigen's coefficient-based (lazy) product on compile-time sizes, which at m = 8 runs
-/// 3.7× faster than its blocked GEMM on the same fixed-size operands (the packing costs more than
-/// the product; eigen/gemm_fixed{,_lazy}/m:8 in bench/results.json: 20.9 vs 5.6 GFlop/s), and the
-/// blocked GEMM on dynamic sizes.
-template <int M, class Dst, class A, class B>
-void product(Dst& dst, const A& a, const B& b) {
-  if constexpr (M != Eigen::Dynamic)
-    dst.noalias() = a.lazyProduct(b);
+/// dst = L X (or X Lᵀ with `transposed`; x then the left operand) in the order of the lane
+/// kernels (dense_kernels.hpp): bit for bit a lane's product. `lower`: L is lower triangular and the
+/// sums skip its upper triangle, as the lanes' do.
+template <int M, class X>
+void product(square_matrix<M>& dst, const square_matrix<M>& l, const X& x, bool lower,
+             bool transposed = false) {
+  const int m = static_cast<int>(l.rows());
+  NCSDE_ASSERT(x.rows() == m && x.cols() == m, "models: a product's operands must be m×m");
+  if (x.innerStride() != 1 || x.outerStride() != m) {
+    // A Ref to a block of a larger matrix: the kernels read contiguous columns.
+    const square_matrix<M> contiguous = x;
+    product<M>(dst, l, contiguous, lower, transposed);
+    return;
+  }
+  dst.resize(m, m);
+  if (transposed)
+    ncsde::detail::matrix_product_transposed(x.data(), l.data(), m, lower, dst.data());
   else
-    dst.noalias() = a * b;
+    ncsde::detail::matrix_product(l.data(), x.data(), m, lower, dst.data());
 }
 
-/// out = P V = V − 1 v̄ᵀ with v̄ (in `mean`) the column means of V.
+/// out = P V = V − 1 v̄ᵀ with v̄ the column means of V, each a sum over rows from 0.
 template <int M>
-void centre_rows(const square_matrix<M>& v, Eigen::Matrix<double, 1, M>& mean,
-                 square_matrix<M>& out) {
-  mean = v.colwise().mean();
-  out = v.rowwise() - mean;
+void centre_rows(const square_matrix<M>& v, square_matrix<M>& out) {
+  const int m = static_cast<int>(v.rows());
+  const double md = static_cast<double>(m);
+  out.resize(m, m);
+  for (int b = 0; b < m; ++b) {
+    double mean = 0.0;
+    for (int a = 0; a < m; ++a) mean += v(a, b);
+    mean /= md;
+    for (int a = 0; a < m; ++a) out(a, b) = v(a, b) - mean;
+  }
 }
 
 /// Φ = V P V P V = (PV)ᵀ V (PV) for symmetric V.
 matrix phi_full(const matrix& v) {
-  Eigen::RowVectorXd mean;
   matrix pv;
-  centre_rows<Eigen::Dynamic>(v, mean, pv);
+  centre_rows<Eigen::Dynamic>(v, pv);
   return pv.transpose() * v * pv;
 }
 
@@ -93,18 +108,35 @@ void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
   column_vector<M>& pvp_diag = ws.c1;
   column_vector<M>& u = ws.c2;
   column_vector<M>& vu = ws.c3;
-  row_mean = v.rowwise().mean();
-  const double grand_mean = row_mean.mean();
+  // Every sum from 0 in increasing index, as the lane kernel's (b_att_lanes).
+  row_mean.resize(m);
+  for (int a = 0; a < m; ++a) {
+    double sum = 0.0;
+    for (int b = 0; b < m; ++b) sum += v(a, b);
+    row_mean(a) = sum / md;
+  }
+  double grand_mean = 0.0;
+  for (int a = 0; a < m; ++a) grand_mean += row_mean(a);
+  grand_mean /= md;
   pvp_diag.resize(m);
-  for (int a = 0; a < m; ++a) pvp_diag(a) = v(a, a) - 2.0 * row_mean(a) + grand_mean;
-  const double tr_pvp = pvp_diag.sum();
+  double tr_pvp = 0.0;
+  for (int a = 0; a < m; ++a) {
+    pvp_diag(a) = v(a, a) - 2.0 * row_mean(a) + grand_mean;
+    tr_pvp += pvp_diag(a);
+  }
   // tr(PVPV) = Σ_ab (PVP)^{ab} V^{ba}.
   double tr_pvpv = 0.0;
   for (int b = 0; b < m; ++b)
     for (int a = 0; a < m; ++a)
       tr_pvpv += (v(a, b) - row_mean(a) - row_mean(b) + grand_mean) * v(a, b);
-  u = 0.5 * (pvp_diag.array() - tr_pvp / md).matrix();
-  vu.noalias() = v * u;
+  u.resize(m);
+  for (int a = 0; a < m; ++a) u(a) = 0.5 * (pvp_diag(a) - tr_pvp / md);
+  vu.resize(m);
+  for (int a = 0; a < m; ++a) {
+    double sum = 0.0;
+    for (int c = 0; c < m; ++c) sum += v(a, c) * u(c);
+    vu(a) = sum;
+  }
   const double inv_tau2 = 1.0 / (tau0 * tau0);
   out.resize(m, m);
   for (int b = 0; b < m; ++b)
@@ -161,8 +193,8 @@ void b_causal(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
     for (int nu = 0; nu <= a; ++nu)
       u(a, nu) = 0.5 * v(nu, nu) - r(nu, a) / k - tr_a / (2.0 * k) + pi(a, a) / (k * k);
   }
-  // E = D_κ⁻¹ Diag(V) U V.
-  product<M>(e, u, v);
+  // E = D_κ⁻¹ Diag(V) U V (U lower triangular: the sums stop at ν = a).
+  product<M>(e, u, v, true);
   for (int a = 0; a < m; ++a) e.row(a) *= v(a, a) / (a + 1.0);
   const double inv_tau2 = 1.0 / (tau0 * tau0);
   out.resize(m, m);
@@ -228,19 +260,20 @@ void sigma_causal(const matrix& v, double tau0, matrix& sigma) {
 }
 
 template <int M>
-void noise_lin(const square_matrix<M>& l, const square_ref<M>& g, square_matrix<M>& out,
+void noise_lin(const square_matrix<M>& l, bool lower, const square_ref<M>& g, square_matrix<M>& out,
                coefficient_workspace<M>& ws) {
   NCSDE_ASSERT(g.rows() == l.rows() && g.cols() == l.rows(), "noise_lin: G must be m×m");
   square_matrix<M>& lg = ws.m0;
   square_matrix<M>& mm = ws.m1;
-  product<M>(lg, l, g);
-  product<M>(mm, lg, l.transpose());
+  product<M>(lg, l, g, lower);
+  product<M>(mm, l, lg, lower, true);
   out = (mm + mm.transpose()) / std::numbers::sqrt2;
 }
 
 template <int M>
-void noise_att(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
-               double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws) {
+void noise_att(const square_matrix<M>& l, bool lower, const square_matrix<M>& v,
+               const square_ref<M>& z, double tau0, square_matrix<M>& out,
+               coefficient_workspace<M>& ws) {
   NCSDE_ASSERT(z.rows() == l.rows() && z.cols() == l.rows() && v.rows() == l.rows(),
                "noise_att: L, V and Z must be m×m");
   const double m = static_cast<double>(v.rows());
@@ -248,58 +281,63 @@ void noise_att(const square_matrix<M>& l, const square_matrix<M>& v, const squar
   square_matrix<M>& zeta = ws.m1;
   square_matrix<M>& pv = ws.m2;
   square_matrix<M>& y = ws.m3;
-  product<M>(lz, l, z);
-  product<M>(zeta, lz, l.transpose());
-  centre_rows<M>(v, ws.r0, pv);
-  product<M>(y, zeta, pv);
+  product<M>(lz, l, z, lower);
+  product<M>(zeta, l, lz, lower, true);
+  centre_rows<M>(v, pv);
+  product<M>(y, zeta, pv, false);
   y /= m * tau0;
   out = y + y.transpose();
 }
 
 template <int M>
-void noise_causal(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
-                  double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws) {
+void noise_causal(const square_matrix<M>& l, bool lower, const square_matrix<M>& v,
+                  const square_ref<M>& z, double tau0, square_matrix<M>& out,
+                  coefficient_workspace<M>& ws) {
   NCSDE_ASSERT(z.rows() == l.rows() && z.cols() == l.rows() && v.rows() == l.rows(),
                "noise_causal: L, V and Z must be m×m");
   const int m = static_cast<int>(v.rows());
   square_matrix<M>& lz = ws.m0;
   square_matrix<M>& n = ws.m1;
   square_matrix<M>& y = ws.m2;
-  product<M>(lz, l, z);
-  product<M>(n, lz, l.transpose());
+  product<M>(lz, l, z, lower);
+  product<M>(n, l, lz, lower, true);
   for (int a = 0; a < m; ++a) {
     const double k = a + 1.0;
-    const double mean = n.row(a).head(a + 1).sum() / k;
+    double mean = 0.0;
+    for (int j = 0; j <= a; ++j) mean += n(a, j);
+    mean /= k;
     n.row(a).head(a + 1).array() -= mean;
     n.row(a).head(a + 1) /= k;
     n.row(a).tail(m - a - 1).setZero();
   }
-  product<M>(y, n, v);
+  // N is lower triangular: the sums stop at the row.
+  product<M>(y, n, v, true);
   y /= tau0;
   out = y + y.transpose();
 }
 
 void noise_lin(const matrix& l, const Eigen::Ref<const matrix>& g, matrix& out) {
   coefficient_workspace<Eigen::Dynamic> ws;
-  noise_lin<Eigen::Dynamic>(l, g, out, ws);
+  noise_lin<Eigen::Dynamic>(l, false, g, out, ws);
 }
 
 void noise_att(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
                matrix& out) {
   coefficient_workspace<Eigen::Dynamic> ws;
-  noise_att<Eigen::Dynamic>(l, v, z, tau0, out, ws);
+  noise_att<Eigen::Dynamic>(l, false, v, z, tau0, out, ws);
 }
 
 void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
                   matrix& out) {
   coefficient_workspace<Eigen::Dynamic> ws;
-  noise_causal<Eigen::Dynamic>(l, v, z, tau0, out, ws);
+  noise_causal<Eigen::Dynamic>(l, false, v, z, tau0, out, ws);
 }
 
 template <int M>
 bool basic_psd_factor<M>::compute(const square_matrix<M>& v) {
   assert_square(v, "psd_factor: V must be square");
-  if (ncsde::detail::cholesky_factor(v, m_llt, m_l)) return true;
+  m_lower = ncsde::detail::cholesky_factor(v, m_l);
+  if (m_lower) return true;
   m_eigen.compute(v, Eigen::ComputeEigenvectors);
   m_l = m_eigen.eigenvectors() * m_eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal();
   return false;

@@ -112,14 +112,14 @@ void covariance_sde::diffusion_impl(const square_matrix<M>& v, const vector& xi,
   }
   const square_matrix<M>& l = ws.factor.l();
   const Eigen::Map<const square_matrix<M>> g(xi.data(), m, m);
-  noise_lin<M>(l, g, out, ws.kernels);
+  noise_lin<M>(l, ws.factor.lower(), g, out, ws.kernels);
   out *= std::sqrt(m_k_lin);
   if (has_attention() && m_k_att != 0.0) {
     const Eigen::Map<const square_matrix<M>> z(xi.data() + mm, m, m);
     if (m_params.causal)
-      noise_causal<M>(l, v, z, m_params.tau0, ws.work, ws.kernels);
+      noise_causal<M>(l, ws.factor.lower(), v, z, m_params.tau0, ws.work, ws.kernels);
     else
-      noise_att<M>(l, v, z, m_params.tau0, ws.work, ws.kernels);
+      noise_att<M>(l, ws.factor.lower(), v, z, m_params.tau0, ws.work, ws.kernels);
     out += std::sqrt(m_k_att) * ws.work;
   }
 }
@@ -167,10 +167,8 @@ void covariance_sde::factor_lanes(const lane_block& v, int m) const {
   shaped_lane_workspace& ws = m_lanes;
   ws.hint.factor(v, m, ws.l, ws.ok);  // lane_cholesky, or the engine's factors of this v
   with_fixed_size(m, [&]<int M>() {
-    // The per-path check and factor use Eigen::LLT on dynamic sizes, whose sums run in another
-    // order (for m = 1 it is the same operation).
-    if constexpr (M == Eigen::Dynamic)
-      if (m > 1) require_pivot_margin(v, m, ws.l, ws.ok);
+    // lane_cholesky is the per-path factor (detail::cholesky_factor) bit for bit: a lane with a
+    // Cholesky factor has the one its path would have.
     ws.lower = ws.ok.all();
     if (ws.lower) return;
     shaped_workspace<M>& per_path = workspace<M>();

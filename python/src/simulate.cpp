@@ -354,7 +354,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           const matrix x0 = as_matrix(v0, "simulate", "V0");
           h.shape = {x0.rows(), x0.cols()};
           eopt.threads = threads.value_or(0);
-          eopt.batched = batched.value_or(false);
+          eopt.batched = batched.value_or(true);
           if (x0.rows() == x0.cols())
             eopt.functionals = models::summary_functionals(int(x0.rows()));
           check_memory_of(x0.rows(), x0.cols(), eopt.functionals.size());
@@ -439,7 +439,7 @@ policy: the cone policy ("automatic" = "count": exits are counted and the scheme
 "count", "project", "refine",
 "throw"). blowup_threshold: max |V^{ab}| above which a path has blown up. step_control: "fixed",
 "increment" or "doubling" (with tolerance, max_depth). batched: step lane groups (8 paths, 64 for a PythonSde) where the
-run allows it (None: False for models, the PythonSde's own flag). keep_paths: fill the per-path
+run allows it (None: True for models, whose batched paths are the per-path ones bit for bit; the PythonSde's own flag). keep_paths: fill the per-path
 arrays (False: summaries only). progress: a progress bar on stderr. covariance: what the
 summaries keep of the packed coordinates' spread, "full" (Result.terminal_covariance, K² numbers),
 "diagonal" (their variances) or "automatic" (full for K ≤ 136, i.e. m ≤ 16 on matrices).

@@ -215,7 +215,7 @@ class ShardsCli(CliTestCase):
                    ("--T", "0.3"), ("--dt", "0.02"), ("--paths", "160"), ("--seed", "2"),
                    ("--scheme", "milstein-commutative"), ("--stop-level", "4"),
                    ("--blowup-threshold", "1e5"), ("--pd-policy", "count"), ("--tau0", "2"),
-                   ("--gamma2", "0.25"), ("--step-control", "increment"), ("--batched", None),
+                   ("--gamma2", "0.25"), ("--step-control", "increment"),
                    ("--covariance", "diagonal")]
         for flag, value in altered:
             with self.subTest(flag=flag):

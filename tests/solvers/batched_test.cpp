@@ -16,6 +16,7 @@
 #include "../../solvers/random_detail.hpp"
 #include "ncsde/analytic.hpp"
 #include "ncsde/batched.hpp"
+#include "ncsde/dense_kernels.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
@@ -426,6 +427,74 @@ TEST_CASE("lane_product and lane_product_transposed: the same bits on every inst
         }
       }
       for (int i = 0; i < 4; ++i) CHECK((p[i] == widest[i]).all());
+    }
+  }
+}
+
+namespace {
+/// Lane `lane` of an m×m lane block as a matrix.
+matrix lane_as_matrix(const lane_block& x, int lane, int m) {
+  matrix out(m, m);
+  for (int c = 0; c < m * m; ++c) out(c % m, c / m) = x(lane, c);
+  return out;
+}
+}  // namespace
+
+TEST_CASE(
+    "matrix_product, matrix_product_transposed, matrix_cholesky: a lane's numbers bit for bit, "
+    "every target") {
+  // The per-path dense kernels (dense_kernels.hpp) against the lane arithmetic, lane by lane, on
+  // every instruction set: sizes with no full vector of rows, whole vectors, and leftover rows on
+  // every vector width; `lower` with a full L (the same terms skipped) as well as a triangular one.
+  for (const int m : {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 24}) {
+    const int mm = m * m;
+    lane_block l(batch_width, mm), x(batch_width, mm), v(batch_width, mm);
+    for (int lane = 0; lane < batch_width; ++lane) {
+      matrix g(m, m);
+      for (int c = 0; c < mm; ++c) {
+        l(lane, c) = std::sin(1.0 + lane + 0.37 * c);
+        x(lane, c) = std::cos(2.0 + 0.5 * lane - 0.29 * c);
+        g(c % m, c / m) = std::sin(0.7 * lane + 0.13 * c * c);
+      }
+      // V = G Gᵀ + m I/4: positive definite; lane 3 (m > 1) gets a negative eigenvalue.
+      matrix vm = g * g.transpose() + 0.25 * m * matrix::Identity(m, m);
+      if (lane == 3 && m > 1) vm(m - 1, m - 1) = -1.0;
+      for (int c = 0; c < mm; ++c) v(lane, c) = vm(c % m, c / m);
+    }
+    for (const std::string& target : ncsde::detail::lane_targets()) {
+      const ncsde::detail::lane_target_scope scope(target);
+      CAPTURE(target);
+      CAPTURE(m);
+      lane_block p[4], factors;
+      ncsde::lane_mask ok;
+      ncsde::lane_product(l, x, m, false, p[0]);
+      ncsde::lane_product(l, x, m, true, p[1]);
+      ncsde::lane_product_transposed(x, l, m, false, p[2]);
+      ncsde::lane_product_transposed(x, l, m, true, p[3]);
+      ncsde::lane_cholesky(v, m, factors, ok);
+      for (int lane = 0; lane < batch_width; ++lane) {
+        CAPTURE(lane);
+        const matrix lm = lane_as_matrix(l, lane, m), xm = lane_as_matrix(x, lane, m),
+                     vm = lane_as_matrix(v, lane, m);
+        matrix out(m, m);
+        for (int i = 0; i < 4; ++i) {
+          const bool lower = i % 2 == 1;
+          if (i < 2)
+            ncsde::detail::matrix_product(lm.data(), xm.data(), m, lower, out.data());
+          else
+            ncsde::detail::matrix_product_transposed(xm.data(), lm.data(), m, lower, out.data());
+          CHECK(out == lane_as_matrix(p[i], lane, m));
+        }
+        matrix f(m, m);
+        const bool factored = ncsde::detail::matrix_cholesky(vm.data(), m, f.data());
+        CHECK(factored == ok(lane));
+        CHECK(factored == (lane != 3 || m == 1));
+        if (factored) {
+          CHECK(f == lane_as_matrix(factors, lane, m));
+          CHECK(((f * f.transpose() - vm).cwiseAbs().maxCoeff()) <=
+                1e-13 * vm.cwiseAbs().maxCoeff());
+        }
+      }
     }
   }
 }

@@ -50,13 +50,4 @@ inline double ulps(const ncsde::matrix& a, const ncsde::matrix& b) {
   return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
 }
 
-// Bound on the normwise distance between two evaluations of one coefficient that compute the same
-// formulas in another summation order (fixed-size against dynamic kernels, lane against per-path):
-// only the order of sums of ≤ m = 8 terms differs, which moves a sum by ≤ 8 ε of its terms'
-// magnitude. Measured relative to max|out| this is amplified where the terms cancel: b_att's
-// O(|V|³/τ₀²) terms cancel to a smaller drift (measured: ≤ 21 ulps over 20 random V at m = 3; the
-// noises and b_ReLU ≤ 2 ulps, and m = 2, and most m = 4, 8 cases, are bit-identical). 8 ε × a
-// cancellation factor of 8 = 64 ulps.
-inline constexpr double coefficient_ulps = 64.0;
-
 }  // namespace support

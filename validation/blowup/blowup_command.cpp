@@ -4,7 +4,7 @@
 /// are split over the ranks (mpi_world.hpp) and rank 0 reports, byte for byte as one process.
 ///
 ///   ncsde blowup --V0 "..." [--model M] [model flags] [--T 2] [--dt 1e-2] [--paths 4000]
-///                [--seed 1] [--threads 0] [--scheme em|NAME] [--batched]
+///                [--seed 1] [--threads 0] [--scheme em|NAME] [--per-path]
 ///                [--step-control increment|doubling|fixed] [--tolerance 0.05] [--max-depth 40]
 ///                [--blowup-threshold 1e6] [--grid 50] [--format table|json] [--plots DIR]
 ///

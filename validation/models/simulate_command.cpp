@@ -2,7 +2,7 @@
 /// on problem{the model's SDE, V0, T}, through models::model_instance::run_ensemble).
 ///
 ///   ncsde simulate --V0 "..." [--model M] [model flags] [--T 1] [--dt 1e-3] [--paths 1000]
-///                  [--seed 1] [--threads 0] [--scheme em|NAME] [--batched]
+///                  [--seed 1] [--threads 0] [--scheme em|NAME] [--per-path]
 ///                  [--pd-policy automatic|throw|count|project|refine] [--blowup-threshold 1e6]
 ///                  [--stop-level K] [--step-control fixed|increment|doubling]
 ///                  [--tolerance 0.05] [--max-depth 40]

@@ -24,11 +24,11 @@ void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags) {
   sub.add_option("--scheme", flags.scheme, "Scheme (see ncsde convergence --list-schemes)")
       ->check(CLI::IsMember(scheme_names()))
       ->capture_default_str();
-  sub.add_flag("--batched", flags.batched,
-               "Step batch_width paths at once where the run allows it (--scheme em, "
-               "milstein-commutative or predictor-corrector, fixed steps, "
-               "a pd policy other than refine, a model with a batched form): per-path results "
-               "agree with the unbatched run to round-off (ensemble_options::batched)");
+  sub.add_flag("--batched,!--per-path", flags.batched,
+               "Step batch_width paths at once where the run allows it (the default; --scheme em, "
+               "milstein-commutative or predictor-corrector, fixed steps, a pd policy other than "
+               "refine, a model with a batched form), or with --per-path one path at a time: the "
+               "same numbers either way (ensemble_options::batched)");
 }
 
 void add_step_flags(CLI::App& sub, step_flags& flags, const std::string& default_control) {

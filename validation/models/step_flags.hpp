@@ -27,7 +27,7 @@ struct ensemble_flags {
   std::uint64_t seed = 1;
   int threads = 0;
   std::string scheme = "em";
-  bool batched = false;
+  bool batched = true;
 };
 
 /// Adds --paths, --seed, --threads, --scheme (any registry scheme) and --batched to `sub`, with the

@@ -70,8 +70,8 @@ void noise_att(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>&
 void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matrix>& z, double tau0,
                   matrix& out);
 
-/// Reusable factorisation V = L Lᵀ for the structured noise: Cholesky when V is numerically
-/// positive definite, otherwise the eigen-factor L = U diag(√max(λ, 0)) of V = U diag(λ) Uᵀ (a PSD
+/// Reusable factorisation V = L Lᵀ for the structured noise: Cholesky (detail::cholesky_factor, the
+/// positive-definiteness check's and the lanes' factor) when V is numerically positive definite, otherwise the eigen-factor L = U diag(√max(λ, 0)) of V = U diag(λ) Uᵀ (a PSD
 /// V on the boundary of the cone, or a V that a step pushed slightly outside it, whose negative
 /// eigenvalues are clipped). Holds its workspaces, so repeated calls at one size allocate nothing
 /// (fixed M: no heap at all; dynamic: Eigen's eigensolver allocates one vector per eigen-factor).
@@ -82,25 +82,31 @@ class basic_psd_factor {
   basic_psd_factor() = default;
   /// Copies keep the factor l() but not the decompositions, which are workspaces (copying an Eigen
   /// decomposition that was never computed would read its uninitialised state).
-  basic_psd_factor(const basic_psd_factor& other) : m_l(other.m_l) {}
+  basic_psd_factor(const basic_psd_factor& other) : m_l(other.m_l), m_lower(other.m_lower) {}
   basic_psd_factor& operator=(const basic_psd_factor& other) {
     m_l = other.m_l;
+    m_lower = other.m_lower;
     return *this;
   }
 
   /// Computes L for V and returns true when Cholesky succeeded (false: eigen-factor fallback).
   bool compute(const square_matrix<M>& v);
   /// Takes the Cholesky factor L of V computed elsewhere by the same algorithm as compute() (the
-  /// positive-definiteness check's: Eigen::LLT for dynamic M, ncsde::detail::small_cholesky for
-  /// fixed M): afterwards l() is what compute(V) would give, bit for bit, without refactorising.
-  void adopt(const square_matrix<M>& l) { m_l = l; }
+  /// positive-definiteness check's, ncsde::detail::cholesky_factor): afterwards l() is what
+  /// compute(V) would give, bit for bit, without refactorising.
+  void adopt(const square_matrix<M>& l) {
+    m_l = l;
+    m_lower = true;
+  }
   /// The factor of the last compute() or adopt().
   const square_matrix<M>& l() const { return m_l; }
+  /// Whether l() is the Cholesky factor (lower triangular, upper triangle 0), not the eigen-factor.
+  bool lower() const { return m_lower; }
 
  private:
-  Eigen::LLT<square_matrix<M>> m_llt;
   Eigen::SelfAdjointEigenSolver<square_matrix<M>> m_eigen;
   square_matrix<M> m_l;
+  bool m_lower = false;
 };
 
 /// The factorisation of dynamic-size V.
@@ -113,9 +119,10 @@ matrix factor(const matrix& v);
 // The functions above, as templates on the state size M (a fixed size 2, 3, 4, 8, or
 // Eigen::Dynamic, for which each function above calls its template), with the temporaries in a
 // caller-held workspace: after the first call at a size they allocate nothing (fixed M: nothing
-// ever). Same formulas and the same order of operations as above; Eigen's fixed-size products and
-// reductions may sum in another order, so fixed and dynamic results agree to a few ulp (measured
-// in tests/models/fixed_size_test.cpp). Instantiated in lib/models/coefficients.cpp for M ∈ {2, 3,
+// ever). Same formulas and the same operations in the same order as above (the products and the
+// factorisation through dense_kernels.hpp, each sum from 0 in increasing index), so fixed and
+// dynamic results are the same bits, and so are the lane kernels' (tests/models/fixed_size_test.cpp,
+// batched_model_test.cpp). Instantiated in lib/models/coefficients.cpp for M ∈ {2, 3,
 // 4, 8, Eigen::Dynamic}.
 
 /// Scratch storage of the kernels below for m×m states. A kernel's output must not be a member
@@ -142,35 +149,38 @@ void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
 template <int M>
 void b_causal(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
               coefficient_workspace<M>& ws);
-/// noise_lin with its temporaries in `ws`.
+/// noise_lin with its temporaries in `ws`; `lower`: L is lower triangular (its upper triangle 0),
+/// and the products skip that triangle (the same numbers for finite operands).
 template <int M>
-void noise_lin(const square_matrix<M>& l, const square_ref<M>& g, square_matrix<M>& out,
+void noise_lin(const square_matrix<M>& l, bool lower, const square_ref<M>& g, square_matrix<M>& out,
                coefficient_workspace<M>& ws);
-/// noise_att with its temporaries in `ws`.
+/// noise_att with its temporaries in `ws` (`lower` as for noise_lin).
 template <int M>
-void noise_att(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
-               double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws);
-/// noise_causal with its temporaries in `ws`.
+void noise_att(const square_matrix<M>& l, bool lower, const square_matrix<M>& v,
+               const square_ref<M>& z, double tau0, square_matrix<M>& out,
+               coefficient_workspace<M>& ws);
+/// noise_causal with its temporaries in `ws` (`lower` as for noise_lin).
 template <int M>
-void noise_causal(const square_matrix<M>& l, const square_matrix<M>& v, const square_ref<M>& z,
-                  double tau0, square_matrix<M>& out, coefficient_workspace<M>& ws);
+void noise_causal(const square_matrix<M>& l, bool lower, const square_matrix<M>& v,
+                  const square_ref<M>& z, double tau0, square_matrix<M>& out,
+                  coefficient_workspace<M>& ws);
 
 // EXTERN is `extern` or nothing, a keyword that cannot be parenthesised.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define NCSDE_MODELS_KERNELS(EXTERN, M)                                                       \
-  EXTERN template void b_relu<M>(const square_matrix<M>&, double, double, square_matrix<M>&); \
-  EXTERN template void b_att<M>(const square_matrix<M>&, double, square_matrix<M>&,           \
-                                coefficient_workspace<M>&);                                   \
-  EXTERN template void b_causal<M>(const square_matrix<M>&, double, square_matrix<M>&,        \
-                                   coefficient_workspace<M>&);                                \
-  EXTERN template void noise_lin<M>(const square_matrix<M>&, const square_ref<M>&,            \
-                                    square_matrix<M>&, coefficient_workspace<M>&);            \
-  EXTERN template void noise_att<M>(const square_matrix<M>&, const square_matrix<M>&,         \
-                                    const square_ref<M>&, double, square_matrix<M>&,          \
-                                    coefficient_workspace<M>&);                               \
-  EXTERN template void noise_causal<M>(const square_matrix<M>&, const square_matrix<M>&,      \
-                                       const square_ref<M>&, double, square_matrix<M>&,       \
-                                       coefficient_workspace<M>&);                            \
+#define NCSDE_MODELS_KERNELS(EXTERN, M)                                                        \
+  EXTERN template void b_relu<M>(const square_matrix<M>&, double, double, square_matrix<M>&);  \
+  EXTERN template void b_att<M>(const square_matrix<M>&, double, square_matrix<M>&,            \
+                                coefficient_workspace<M>&);                                    \
+  EXTERN template void b_causal<M>(const square_matrix<M>&, double, square_matrix<M>&,         \
+                                   coefficient_workspace<M>&);                                 \
+  EXTERN template void noise_lin<M>(const square_matrix<M>&, bool, const square_ref<M>&,       \
+                                    square_matrix<M>&, coefficient_workspace<M>&);             \
+  EXTERN template void noise_att<M>(const square_matrix<M>&, bool, const square_matrix<M>&,    \
+                                    const square_ref<M>&, double, square_matrix<M>&,           \
+                                    coefficient_workspace<M>&);                                \
+  EXTERN template void noise_causal<M>(const square_matrix<M>&, bool, const square_matrix<M>&, \
+                                       const square_ref<M>&, double, square_matrix<M>&,        \
+                                       coefficient_workspace<M>&);                             \
   EXTERN template class basic_psd_factor<M>;
 // NOLINTEND(bugprone-macro-parentheses)
 NCSDE_MODELS_KERNELS(extern, 2)

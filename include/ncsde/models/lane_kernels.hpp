@@ -2,10 +2,10 @@
 /// The building blocks of models/coefficients.hpp on lane groups (lanes.hpp): the drifts and the
 /// structured noise of the neural covariance SDEs for batch_width paths at once, one SIMD
 /// instruction per coordinate advancing every lane. The maths and the order of the sums are those
-/// of the per-path kernels, written out index by index (docs/maths.md §3.2, §4.1); where the
-/// per-path kernels call Eigen's products and reductions, whose summation order depends on the size
-/// and the instruction set, the lane results agree with them to round-off (a few ulp per entry;
-/// measured in tests/models/lane_kernels_test.cpp). b_relu_lanes is bit-identical to b_relu.
+/// of the per-path kernels, written out index by index (docs/maths.md §3.2, §4.1); the per-path
+/// kernels (models/coefficients.hpp) run the same operations in the same order, their products and
+/// factorisations through dense_kernels.hpp, so every lane's result is its path's bit for bit
+/// (tests/models/batched_model_test.cpp).
 ///
 /// States are m×m matrices stored lane-wise: entry (a, b) of lane l is v(l, a + b·m). Outputs are
 /// resized by the kernels; an output must not be an input or a member of the workspace given.
@@ -30,11 +30,11 @@ struct lane_coefficient_workspace {
 /// b_relu (coefficients.hpp) lane by lane, in the same operations: bit-identical.
 void b_relu_lanes(const lane_block& v, int m, double c_plus, double c_minus, lane_block& out);
 
-/// b_att lane by lane (round-off agreement).
+/// b_att lane by lane.
 void b_att_lanes(const lane_block& v, int m, double tau0, lane_block& out,
                  lane_coefficient_workspace& ws);
 
-/// b_causal lane by lane (round-off agreement).
+/// b_causal lane by lane.
 void b_causal_lanes(const lane_block& v, int m, double tau0, lane_block& out,
                     lane_coefficient_workspace& ws);
 

@@ -101,9 +101,9 @@ class covariance_sde {
   void drift(const matrix& v, matrix& out, double t) const;
   /// out = √k_lin N_lin + √k_att N_att|causal, with G, Z read from xi (size noise_dimension(m)).
   void diffusion(const matrix& v, const vector& xi, matrix& out, double t) const;
-  /// drift on compile-time-sized states (m = M in ncsde::fixed_sizes): the same formulas, results equal
-  /// to the dynamic ones up to the summation order of Eigen's fixed-size kernels (a few ulp), so
-  /// that the covariance SDE is an Sde<covariance_sde, square_matrix<M>>.
+  /// drift on compile-time-sized states (m = M in ncsde::fixed_sizes): the same operations, so the
+  /// same bits as the dynamic drift, with the loops unrolled; the covariance SDE is an
+  /// Sde<covariance_sde, square_matrix<M>>.
   template <int M>
     requires is_fixed_size<M>
   void drift(const square_matrix<M>& v, square_matrix<M>& out, double t) const;
@@ -121,14 +121,16 @@ class covariance_sde {
   void use_cholesky(const square_matrix<M>& v, const square_matrix<M>& l) const;
   /// The batched form (BatchedSde, lanes.hpp): drift and noise map of every lane of a group, the
   /// same formulas through the lane kernels (models/lane_kernels.hpp). L per lane: the Cholesky
-  /// factor by lane_cholesky, which is small_cholesky bit for bit, so on the fixed sizes a lane
-  /// takes the factor the per-path diffusion takes; on other sizes (Eigen::LLT per path) a lane
-  /// keeps lane_cholesky's factor only with a wide pivot margin (require_pivot_margin). A lane
-  /// without a Cholesky factor, or without the margin, is factorised as the per-path diffusion
-  /// does it (basic_psd_factor of its size). Results agree with drift() and diffusion() to
-  /// round-off: the ReLU drift bit for bit, the products in the per-path summation order, Eigen's
-  /// fixed-size products and reductions in theirs.
+  /// factor by lane_cholesky, which is the per-path factor (detail::cholesky_factor) bit for bit; a
+  /// lane without one is factorised as the per-path diffusion does it (basic_psd_factor of its
+  /// size). The per-path kernels perform the lane kernels' operations in the same order
+  /// (dense_kernels.hpp), so every lane's drift and noise are its path's, bit for bit.
   void drift_lanes(const lane_block& v, lane_block& out, double t) const;
+  /// Lanes up to m = 63 (prefers_lanes, lanes.hpp): the same numbers either way, and one path at a
+  /// time is faster from m = 64 on (transformer, EM, one thread, ns per path-step, per path /
+  /// batched: m = 48 48.6k / 41.5k, m = 64 92k / 109k, m = 96 254k / 386k, m = 128 645k / 1070k),
+  /// where a path's products, vectorised over its rows, outrun eight paths' lanes.
+  bool prefers_lanes(Eigen::Index coordinates) const { return coordinates < 64 * 64; }
   /// The noise map on a lane group (see drift_lanes); xi holds noise_dimension(m) columns.
   void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
   /// The batched engine's lane_cholesky factors of exactly v (BatchedSdeWithCholeskyHint): kept
