@@ -131,7 +131,12 @@ TEST_CASE(
         REQUIRE(drift.cols() == m * m);
         REQUIRE(noise.cols() == m * m);
         for (int l = 0; l < batch_width; ++l) {
-          const auto [d, n] = per_path(sde, lane_matrix(v, l, m), xi.row(l).transpose());
+          // Not a structured binding: INFO captures its arguments, and Clang before 16 cannot
+          // capture a binding.
+          const std::pair<matrix, matrix> coefficients =
+              per_path(sde, lane_matrix(v, l, m), xi.row(l).transpose());
+          const matrix& d = coefficients.first;
+          const matrix& n = coefficients.second;
           INFO(c.name, ", m = ", m, ", lane ", l, ", target ", target, ": drift ",
                ulps(lane_matrix(drift, l, m), d), " ulps, noise ",
                ulps(lane_matrix(noise, l, m), n), " ulps apart");
