@@ -199,6 +199,24 @@ HWY_INLINE void matrix_product(const double* a, const double* b, Eigen::Index bk
     for (int k = 0; k < e; ++k) s += a[row + k * ld] * bkj(k, j);
     out[row + j * ld] = s;
   };
+  if constexpr (M != Eigen::Dynamic && M < chunk) {
+    // A fixed size below one vector: a column's rows in a small array, which the compiler unrolls
+    // and vectorises as it is (no sum is reordered). A skipped term (k > row under `row_lower`)
+    // adds +0 instead, which leaves every sum as it is: a sum from +0 never becomes −0.
+    for (int j = 0; j < M; ++j) {
+      double s[M] = {};
+      const int k_end = col_lower ? j + 1 : M;
+      for (int k = 0; k < k_end; ++k) {
+        const double bk = bkj(k, j);
+        for (int row = 0; row < M; ++row) {
+          const double p = a[row + k * M] * bk;
+          s[row] += row_lower && k > row ? 0.0 : p;
+        }
+      }
+      for (int row = 0; row < M; ++row) out[row + j * M] = s[row];
+    }
+    return;
+  }
   constexpr int kC = 4;
   const int full_rows = m / chunk * chunk;
   // R vectors of rows from row a0, C columns from j0.
