@@ -131,11 +131,12 @@ int run_program(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    // Help and version are output too: a write that fails fails the program.
+    return finish_standard_output("--help", app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return finish_standard_output("--help-all", app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return finish_standard_output("--version", app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr,
                  "ncsde: error: %s\nRun 'ncsde --help' or 'ncsde <command> --help' for usage.\n",

@@ -73,6 +73,9 @@ class OutputsCli(CliTestCase):
         self.expect_full_device("merge", d / "a.bin", "--format", "json")
         self.expect_full_device("validate", "--model", "attention", "--n", "8", "--networks", "50",
                                 "--paths", "50", "--dt", "0.0625", "--format", "json")
+        # Help is output as well.
+        self.expect_full_device("--help")
+        self.expect_full_device("simulate", "--help")
 
     def test_empty_path_is_refused(self):
         d = self.scratch_dir()
