@@ -276,19 +276,6 @@ matrix gbm::second_moments(const matrix& v0, double t) const {
 namespace {
 
 /// f.t = L X lane by lane (L = f.l; lane_product).
-/// out = L X, and out = X Lᵀ, on one path in the lane arithmetic's order (dense_kernels.hpp): bit
-/// for bit a lane's lane_product and lane_product_transposed. `lower`: L is lower triangular.
-void path_product(const matrix& l, const double* x, bool lower, matrix& out) {
-  const int m = static_cast<int>(l.rows());
-  out.resize(m, m);
-  ncsde::detail::matrix_product(l.data(), x, m, lower, out.data());
-}
-void path_product_transposed(const matrix& x, const matrix& l, bool lower, matrix& out) {
-  const int m = static_cast<int>(l.rows());
-  out.resize(m, m);
-  ncsde::detail::matrix_product_transposed(x.data(), l.data(), m, lower, out.data());
-}
-
 void lane_factor_product(detail::lane_factors& f, const lane_block& x, int m) {
   lane_product(f.l, x, m, f.triangular, f.t);
 }
@@ -485,12 +472,12 @@ int lifted_linear::noise_dimension(int m) const {
 
 void lifted_linear::drift(const matrix& v, matrix& out, double) const {
   // The products in the lane arithmetic's order, as drift_lanes.
-  path_product(m_a, v.data(), false, out);
+  ncsde::detail::matrix_product(out, m_a, v, false);
   out += out.transpose().eval();
   matrix bv, sandwich;
   for (const matrix& bj : m_b) {
-    path_product(bj, v.data(), false, bv);
-    path_product_transposed(bv, bj, false, sandwich);
+    ncsde::detail::matrix_product(bv, bj, v, false);
+    ncsde::detail::matrix_product_transposed(sandwich, bv, bj, false);
     out += sandwich;
   }
 }
@@ -501,7 +488,7 @@ void lifted_linear::diffusion(const matrix& v, const vector& xi, matrix& out, do
   out.setZero(v.rows(), v.cols());
   matrix bv;
   for (std::size_t j = 0; j < m_b.size(); ++j) {
-    path_product(m_b[j], v.data(), false, bv);
+    ncsde::detail::matrix_product(bv, m_b[j], v, false);
     out += xi(static_cast<Eigen::Index>(j)) * bv;
   }
   out += out.transpose().eval();
@@ -624,8 +611,8 @@ void linear_covariance::diffusion(const matrix& v, const vector& xi, matrix& out
   m_w = (g + g.transpose()) / std::numbers::sqrt2;
   const matrix& l = m_factor.factor(v);
   // L W Lᵀ as diffusion_lanes forms it: T = L W, then T Lᵀ.
-  path_product(l, m_w.data(), m_factor.cholesky(), m_h);
-  path_product_transposed(m_h, l, m_factor.cholesky(), out);
+  ncsde::detail::matrix_product(m_h, l, m_w, m_factor.cholesky());
+  ncsde::detail::matrix_product_transposed(out, m_h, l, m_factor.cholesky());
 }
 
 void linear_covariance::diffusion_derivative(const matrix& v, const matrix& h, const vector& xi,
@@ -729,7 +716,7 @@ void wishart::diffusion(const matrix& v, const vector& xi, matrix& out, double) 
   NCSDE_ASSERT(xi.size() == m * m, "wishart: xi must have m*m entries");
   const Eigen::Map<const matrix> g(xi.data(), m, m);
   const matrix& l = m_factor.factor(v);
-  path_product(l, g.data(), m_factor.cholesky(), out);
+  ncsde::detail::matrix_product(out, l, g, m_factor.cholesky());
   out += out.transpose().eval();
 }
 

@@ -356,10 +356,9 @@ class lane_integrator {
               bad[static_cast<std::size_t>(l)] = c->which;
         }
       if constexpr (space == state_space::psd_cone) {
-        lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_cholesky_ok);
         // lane_cholesky is the per-path check's factorisation (detail::cholesky_factor) lane by
         // lane, bit for bit: a lane it factors is the per-path check's positive-definite state.
-        m_factored = m_cholesky_ok;
+        lane_cholesky(m_trial, static_cast<int>(rows), m_factor, m_factored);
       }
       // The common step: every lane of the group live and settling as is (plain_group), no stop
       // condition: the group's state moves as one block, which is what settle() and the row copy
@@ -369,7 +368,7 @@ class lane_integrator {
         // The cone check's factors are those of the new states: the SDE's next noise map may take
         // them instead of factorising again.
         if constexpr (space == state_space::psd_cone && BatchedSdeWithCholeskyHint<S>)
-          m_sde.use_cholesky_lanes(m_v, m_factor, m_cholesky_ok);
+          m_sde.use_cholesky_lanes(m_v, m_factor, m_factored);
         const double t_next = grid.time(i + 1);
         for (result_type& r : results) {
           r.steps = i + 1;
@@ -525,9 +524,8 @@ class lane_integrator {
   Eigen::Index m_rows = 0, m_cols = 0;
   block m_v, m_trial, m_dw, m_factor;
   Eigen::ArrayXXd m_ahead;  ///< (ahead·W) × k: the normals of the steps drawn ahead
-  /// lane_cholesky's verdict on the trial states (m_factor), and the lanes the cone check passes
-  /// by it.
-  mask m_cholesky_ok = mask::Constant(false), m_factored = mask::Constant(false);
+  /// lane_cholesky's verdict on the trial states (m_factor): the lanes the cone check passes by it.
+  mask m_factored = mask::Constant(false);
   column m_asymmetry = column::Zero(), m_size = column::Zero();
   column m_nonfinite = column::Zero(), m_finite_sum = column::Zero();
   typename Stepper::template lane_form<S> m_form;  ///< the scheme's step and workspaces

@@ -11,6 +11,7 @@
 ///
 /// Matrices are column-major with leading dimension m (an Eigen matrix's data()); outputs must not
 /// overlap the inputs. Sizes are not validated (hot paths).
+#include <Eigen/Core>
 
 namespace ncsde::detail {
 
@@ -26,5 +27,38 @@ void matrix_product_transposed(const double* x, const double* l, int m, bool low
 /// L_ij = (V_ij − Σ_{k<j} L_ik L_jk)/L_jj. Returns false, with L unspecified, when a pivot is not
 /// > 0 (or is NaN).
 bool matrix_cholesky(const double* v, int m, double* l);
+
+/// Whether a's columns are what the kernels above read: contiguous, leading dimension a.rows().
+template <class A>
+bool dense_columns(const A& a) {
+  return a.innerStride() == 1 && a.outerStride() == a.rows();
+}
+
+/// out = L X (matrix_product) on m×m Eigen matrices, maps and refs; an operand that is not
+/// contiguous (a Ref to a block of a larger matrix) is copied first.
+template <class Out, class Lm, class Xm>
+void matrix_product(Out& out, const Lm& l, const Xm& x, bool lower) {
+  if (!dense_columns(l) || !dense_columns(x)) {
+    const Out lc = l, xc = x;
+    matrix_product(out, lc, xc, lower);
+    return;
+  }
+  const int m = static_cast<int>(l.rows());
+  out.resize(m, m);
+  matrix_product(l.data(), x.data(), m, lower, out.data());
+}
+
+/// out = X Lᵀ (matrix_product_transposed) on m×m Eigen matrices, as matrix_product above.
+template <class Out, class Xm, class Lm>
+void matrix_product_transposed(Out& out, const Xm& x, const Lm& l, bool lower) {
+  if (!dense_columns(l) || !dense_columns(x)) {
+    const Out lc = l, xc = x;
+    matrix_product_transposed(out, xc, lc, lower);
+    return;
+  }
+  const int m = static_cast<int>(l.rows());
+  out.resize(m, m);
+  matrix_product_transposed(x.data(), l.data(), m, lower, out.data());
+}
 
 }  // namespace ncsde::detail

@@ -14,26 +14,10 @@ namespace ncsde::models {
 
 namespace {
 
-/// dst = L X (or X Lᵀ with `transposed`; x then the left operand) in the order of the lane
-/// kernels (dense_kernels.hpp): bit for bit a lane's product. `lower`: L is lower triangular and the
-/// sums skip its upper triangle, as the lanes' do.
-template <int M, class X>
-void product(square_matrix<M>& dst, const square_matrix<M>& l, const X& x, bool lower,
-             bool transposed = false) {
-  const int m = static_cast<int>(l.rows());
-  NCSDE_ASSERT(x.rows() == m && x.cols() == m, "models: a product's operands must be m×m");
-  if (x.innerStride() != 1 || x.outerStride() != m) {
-    // A Ref to a block of a larger matrix: the kernels read contiguous columns.
-    const square_matrix<M> contiguous = x;
-    product<M>(dst, l, contiguous, lower, transposed);
-    return;
-  }
-  dst.resize(m, m);
-  if (transposed)
-    ncsde::detail::matrix_product_transposed(x.data(), l.data(), m, lower, dst.data());
-  else
-    ncsde::detail::matrix_product(l.data(), x.data(), m, lower, dst.data());
-}
+// The products below are the lane kernels' sums (dense_kernels.hpp), bit for bit a lane's; `lower`
+// (L lower triangular) skips the upper triangle as the lanes' products do.
+using ncsde::detail::matrix_product;
+using ncsde::detail::matrix_product_transposed;
 
 /// out = P V = V − 1 v̄ᵀ with v̄ the column means of V, each a sum over rows from 0.
 template <int M>
@@ -194,7 +178,7 @@ void b_causal(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
       u(a, nu) = 0.5 * v(nu, nu) - r(nu, a) / k - tr_a / (2.0 * k) + pi(a, a) / (k * k);
   }
   // E = D_κ⁻¹ Diag(V) U V (U lower triangular: the sums stop at ν = a).
-  product<M>(e, u, v, true);
+  matrix_product(e, u, v, true);
   for (int a = 0; a < m; ++a) e.row(a) *= v(a, a) / (a + 1.0);
   const double inv_tau2 = 1.0 / (tau0 * tau0);
   out.resize(m, m);
@@ -265,8 +249,8 @@ void noise_lin(const square_matrix<M>& l, bool lower, const square_ref<M>& g, sq
   NCSDE_ASSERT(g.rows() == l.rows() && g.cols() == l.rows(), "noise_lin: G must be m×m");
   square_matrix<M>& lg = ws.m0;
   square_matrix<M>& mm = ws.m1;
-  product<M>(lg, l, g, lower);
-  product<M>(mm, l, lg, lower, true);
+  matrix_product(lg, l, g, lower);
+  matrix_product_transposed(mm, lg, l, lower);
   out = (mm + mm.transpose()) / std::numbers::sqrt2;
 }
 
@@ -281,10 +265,10 @@ void noise_att(const square_matrix<M>& l, bool lower, const square_matrix<M>& v,
   square_matrix<M>& zeta = ws.m1;
   square_matrix<M>& pv = ws.m2;
   square_matrix<M>& y = ws.m3;
-  product<M>(lz, l, z, lower);
-  product<M>(zeta, l, lz, lower, true);
+  matrix_product(lz, l, z, lower);
+  matrix_product_transposed(zeta, lz, l, lower);
   centre_rows<M>(v, pv);
-  product<M>(y, zeta, pv, false);
+  matrix_product(y, zeta, pv, false);
   y /= m * tau0;
   out = y + y.transpose();
 }
@@ -299,8 +283,8 @@ void noise_causal(const square_matrix<M>& l, bool lower, const square_matrix<M>&
   square_matrix<M>& lz = ws.m0;
   square_matrix<M>& n = ws.m1;
   square_matrix<M>& y = ws.m2;
-  product<M>(lz, l, z, lower);
-  product<M>(n, l, lz, lower, true);
+  matrix_product(lz, l, z, lower);
+  matrix_product_transposed(n, lz, l, lower);
   for (int a = 0; a < m; ++a) {
     const double k = a + 1.0;
     double mean = 0.0;
@@ -311,7 +295,7 @@ void noise_causal(const square_matrix<M>& l, bool lower, const square_matrix<M>&
     n.row(a).tail(m - a - 1).setZero();
   }
   // N is lower triangular: the sums stop at the row.
-  product<M>(y, n, v, true);
+  matrix_product(y, n, v, true);
   y /= tau0;
   out = y + y.transpose();
 }

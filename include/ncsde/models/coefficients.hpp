@@ -71,8 +71,9 @@ void noise_causal(const matrix& l, const matrix& v, const Eigen::Ref<const matri
                   matrix& out);
 
 /// Reusable factorisation V = L Lᵀ for the structured noise: Cholesky (detail::cholesky_factor, the
-/// positive-definiteness check's and the lanes' factor) when V is numerically positive definite, otherwise the eigen-factor L = U diag(√max(λ, 0)) of V = U diag(λ) Uᵀ (a PSD
-/// V on the boundary of the cone, or a V that a step pushed slightly outside it, whose negative
+/// positive-definiteness check's and the lanes' factor) when V is numerically positive definite,
+/// otherwise the eigen-factor L = U diag(√max(λ, 0)) of V = U diag(λ) Uᵀ (a PSD V on the boundary
+/// of the cone, or a V that a step pushed slightly outside it, whose negative
 /// eigenvalues are clipped). Holds its workspaces, so repeated calls at one size allocate nothing
 /// (fixed M: no heap at all; dynamic: Eigen's eigensolver allocates one vector per eigen-factor).
 /// Instantiated for M ∈ {2, 3, 4, 8} and Eigen::Dynamic (psd_factor).
@@ -131,7 +132,6 @@ template <int M>
 struct coefficient_workspace {
   square_matrix<M> m0, m1, m2, m3, m4, m5;
   column_vector<M> c0, c1, c2, c3;
-  Eigen::Matrix<double, 1, M> r0;
 };
 
 /// A square_matrix<M> argument that does not take part in deducing M (Maps and Refs bind to it).
