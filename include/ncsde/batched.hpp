@@ -1,6 +1,6 @@
 #pragma once
-/// The batched path engine: a scheme's lane form (LaneScheme below: Euler–Maruyama, the
-/// commutative Milstein scheme and the predictor–corrector declare one in their headers) on a
+/// The batched path engine: a scheme's lane form (LaneScheme below: Euler–Maruyama, both Milstein
+/// schemes and the predictor–corrector declare one in their headers) on a
 /// group of batch_width paths at once, for SDEs with a batched form (BatchedSde, lanes.hpp).
 /// run_ensemble() uses it when ensemble_options::batched is set and the run allows it
 /// (batched_run_allowed below, and the scheme's own lane_form::applies); every other run, and every
@@ -9,7 +9,9 @@
 /// Per-path semantics are those of path_integrator, lane by lane:
 ///  - lane l is path first + l and draws its increments from the same stream (seed, path) at the
 ///    same addresses (lane_normals_at gives random_stream's numbers bit for bit; the increments of
-///    up to four steps of the group are drawn in one call);
+///    up to four steps of the group are drawn in one call); a scheme that reads Lévy areas gets
+///    each lane's increment from the per-path engine's own source (stream_brownian on the lane's
+///    stream, the run's levy_area and area_depth), iterated integrals included;
 ///  - each lane has its own blow-up, stop condition, symmetrisation, cone check and pd_policy, its
 ///    own counters and its own status, decided by the one settle (integrate.hpp) that decides a
 ///    path's steps; a lane that has stopped is masked (its row is reset to V0 and its results
@@ -48,6 +50,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ncsde/brownian.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/lanes.hpp"
@@ -115,6 +118,13 @@ class lane_step {
   double h() const { return m_h; }
   Eigen::Index coordinates() const { return m_rows * m_cols; }
   int noise_dimension() const { return m_k; }
+  /// Lane l's iterated Itô integrals I_(j,l) of the step (k × k), the matrix the per-path engine's
+  /// increment carries (stream_brownian on the lane's own stream): for schemes whose noise request
+  /// reads Lévy areas only. A lane that is not live has zeros.
+  const matrix& iterated(int l) const {
+    NCSDE_ASSERT(m_increments != nullptr, "lane_step::iterated: the scheme reads no Levy areas");
+    return m_increments[static_cast<std::size_t>(l)].iterated;
+  }
 
   /// out = b(t, X_l) in row l: S::drift_lanes, out sized W × coordinates().
   void drift(const block& x, block& out, double t) const {
@@ -156,8 +166,11 @@ class lane_step {
     m_coefficients[static_cast<std::size_t>(m_count++)] = named_block{which, &x};
   }
 
-  /// The engine's: a new step from the current v() over [t, t + h].
-  void begin(double t, double h, Eigen::Index rows, Eigen::Index cols, int k) {
+  /// The engine's: a new step from the current v() over [t, t + h]; increments: the W lanes'
+  /// increments with their iterated integrals, or nullptr when the scheme reads none.
+  void begin(double t, double h, Eigen::Index rows, Eigen::Index cols, int k,
+             const noise_increment* increments = nullptr) {
+    m_increments = increments;
     m_t = t;
     m_h = h;
     m_rows = rows;
@@ -204,6 +217,7 @@ class lane_step {
   double m_t = 0.0, m_h = 0.0;
   Eigen::Index m_rows = 0, m_cols = 0;
   int m_k = 0;
+  const noise_increment* m_increments = nullptr;
   std::array<named_block, max_coefficients> m_coefficients{};
   int m_count = 0;
 };
@@ -244,6 +258,10 @@ class lane_integrator {
   using column = lane_column_of<W>;
   using mask = lane_mask_of<W>;
   using result_type = basic_path_result<State>;
+  /// The scheme reads Lévy areas: each lane's increment, iterated integrals included, is that of
+  /// the per-path engine's source, stream_brownian on the lane's (seed, path) stream with the
+  /// run's levy_area and area_depth, drawn by the same code.
+  static constexpr bool reads_areas = Stepper::request.needs_iterated_integrals();
 
   /// opt: the run's resolved options (batched_run_allowed); k: the noise dimension; the stepper's
   /// lane form must apply (lane_form::applies).
@@ -276,6 +294,19 @@ class lane_integrator {
     m_ahead.setZero(static_cast<Eigen::Index>(ahead) * W, m_k);
     long long ahead_first = 0, ahead_count = 0;
     m_dw.resize(W, m_k);
+    if constexpr (reads_areas) {
+      m_sources.clear();
+      for (int l = 0; l < lanes; ++l)
+        m_sources.emplace_back(random_stream(m_seed, static_cast<std::uint64_t>(first + l)), m_k,
+                               m_opt.levy_area, m_opt.area_depth);
+      m_dw.setZero();
+      for (noise_increment& inc : m_increments) {
+        inc.dt = 0.0;
+        inc.dw.setZero(m_k);
+        inc.iterated.setZero(m_k, m_k);
+        inc.has_iterated = true;
+      }
+    }
     for (Eigen::Index b = 0; b < cols; ++b)
       for (Eigen::Index a = 0; a < rows; ++a) m_v.col(a + b * rows).setConstant(v0(a, b));
     const block start = m_v;
@@ -329,15 +360,27 @@ class lane_integrator {
       const double t = grid.time(i);
       const double h = grid.step_size(i);
       try {
-        if (i >= ahead_first + ahead_count) {
-          ahead_first = i;
-          ahead_count = std::min<long long>(ahead, grid.steps - i);
-          draw_ahead(paths, lanes, i, static_cast<int>(ahead_count), ahead);
+        if constexpr (reads_areas) {
+          // A live lane's increment by its own source; a lane that is not live keeps zeros or its
+          // last increment (its row is V0 and its results are not read).
+          for (int l = 0; l < lanes; ++l) {
+            if (!active[static_cast<std::size_t>(l)]) continue;
+            noise_increment& inc = m_increments[static_cast<std::size_t>(l)];
+            m_sources[static_cast<std::size_t>(l)].increment(static_cast<std::uint64_t>(i), h, true,
+                                                             inc);
+            m_dw.row(l) = inc.dw.transpose().array();
+          }
+        } else {
+          if (i >= ahead_first + ahead_count) {
+            ahead_first = i;
+            ahead_count = std::min<long long>(ahead, grid.steps - i);
+            draw_ahead(paths, lanes, i, static_cast<int>(ahead_count), ahead);
+          }
+          m_dw = m_ahead.middleRows(static_cast<Eigen::Index>(i - ahead_first) * W, W) *
+                 std::sqrt(h);  // as stream_brownian: dw = z·√dt
         }
-        m_dw = m_ahead.middleRows(static_cast<Eigen::Index>(i - ahead_first) * W, W) *
-               std::sqrt(h);  // as stream_brownian: dw = z·√dt
         // The scheme's step: its coefficients, then the trial states and their measurements.
-        m_step.begin(t, h, rows, cols, m_k);
+        m_step.begin(t, h, rows, cols, m_k, reads_areas ? m_increments.data() : nullptr);
         m_form.step(m_step);
       } catch (...) {
         fail_group(std::current_exception());
@@ -524,6 +567,8 @@ class lane_integrator {
   Eigen::Index m_rows = 0, m_cols = 0;
   block m_v, m_trial, m_dw, m_factor;
   Eigen::ArrayXXd m_ahead;  ///< (ahead·W) × k: the normals of the steps drawn ahead
+  std::vector<stream_brownian> m_sources;         ///< reads_areas: the live lanes' sources
+  std::array<noise_increment, W> m_increments{};  ///< reads_areas: the lanes' increments
   /// lane_cholesky's verdict on the trial states (m_factor): the lanes the cone check passes by it.
   mask m_factored = mask::Constant(false);
   column m_asymmetry = column::Zero(), m_size = column::Zero();

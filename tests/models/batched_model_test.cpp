@@ -202,6 +202,7 @@ TEST_CASE("batched ensembles of every model are the unbatched paths bit for bit,
                             {3, 5});
   check_batched_is_per_path(ncsde::predictor_corrector<>{}, ncsde::pd_policy::count, 0.3, 1.5, 1.5,
                             {3, 5});
+  check_batched_is_per_path(ncsde::milstein<>{}, ncsde::pd_policy::count, 0.3, 1.5, 1.5, {2, 3});
 }
 
 TEST_CASE(

@@ -723,12 +723,9 @@ TEST_CASE("batched run_ensemble: runs it cannot take are stepped path by path, u
   const auto prob = cubic_problem();
   const auto io = cubic_options();
   auto eo = options(2, true);
-  // Milstein, refine and adaptive steps: the batched flag changes nothing.
-  const ncsde::milstein<> mil;
+  // Refine and adaptive steps: the batched flag changes nothing.
   auto off = eo;
   off.batched = false;
-  CHECK(all_outputs(ncsde::run_ensemble(mil, prob, io, eo)) ==
-        all_outputs(ncsde::run_ensemble(mil, prob, io, off)));
   const ncsde::euler_maruyama<> em;
   // Outputs, or the error a run ends with.
   auto outcome = [&](const integrate_options& o, const ensemble_options& e) {
@@ -819,15 +816,60 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "batched run_ensemble: general Milstein lane by lane, each lane's Levy areas from its own "
+    "stream, is the per-path scheme bit for bit") {
+  static_assert(ncsde::LaneScheme<ncsde::milstein<ncsde::square_matrix<2>>, cubic_lanes>);
+  static_assert(ncsde::LaneScheme<ncsde::milstein<matrix>, cubic_lanes>);
+  const ncsde::milstein<> mil{ncsde::milstein_derivative::derivative_free};
+  // The cubic SDE (k = 3, non-commutative noise) with blow-ups, cone exits and projections.
+  const auto prob = cubic_problem();
+  const auto io = cubic_options();
+  const ensemble_result a = ncsde::run_ensemble(mil, prob, io, options(1, false));
+  REQUIRE(a.blown_up >= 10);
+  REQUIRE(a.pd.violations > 0);
+  REQUIRE(a.pd.projected > 0);
+  const ensemble_result b = ncsde::run_ensemble(mil, prob, io, options(1, true));
+  check_identical(a, b);
+  CHECK(all_outputs(a) == all_outputs(b));
+  // ... and the areas matter: commutative Milstein on the same streams gives other paths.
+  const ncsde::milstein_commutative<> commutative{ncsde::milstein_derivative::derivative_free};
+  CHECK(all_outputs(ncsde::run_ensemble(commutative, prob, io, options(1, true))) !=
+        all_outputs(b));
+  SUBCASE("any thread count, and the other area methods and a Chen-consistent area tree") {
+    ensemble_result c = ncsde::run_ensemble(mil, prob, io, options(3, true));
+    c.threads = b.threads;
+    CHECK(all_outputs(c) == all_outputs(b));
+    for (const int depth : {0, 2})
+      for (const ncsde::levy_area_method method :
+           {ncsde::levy_area_method::fourier, ncsde::levy_area_method::wiktorsson}) {
+        CAPTURE(depth);
+        CAPTURE(static_cast<int>(method));
+        auto other = io;
+        other.area_depth = depth;
+        other.levy_area = method;
+        const ensemble_result d = ncsde::run_ensemble(mil, prob, other, options(2, false));
+        const ensemble_result e = ncsde::run_ensemble(mil, prob, other, options(2, true));
+        check_identical(d, e);
+      }
+  }
+  SUBCASE("a stop condition and the count policy, lane by lane") {
+    auto stopping = io;
+    stopping.policy = ncsde::pd_policy::count;
+    stopping.stop_condition = [](const matrix& v, double) { return v(0, 0) > 2.0; };
+    const ensemble_result c = ncsde::run_ensemble(mil, prob, stopping, options(2, false));
+    REQUIRE(c.stopped > 10);
+    CHECK(all_outputs(c) == all_outputs(ncsde::run_ensemble(mil, prob, stopping, options(2, true))));
+  }
+}
+
+TEST_CASE(
     "batched run_ensemble: the predictor-corrector lane by lane is bit-identical to the per-path "
     "scheme where the lane coefficients compute in the per-path order") {
   // The scheme declares a lane form (LaneScheme), so the batched runs below take the batched
-  // engine on the states it steps (the fixed-size ones included); the general Milstein scheme
-  // declares none.
+  // engine on the states it steps (the fixed-size ones included).
   static_assert(
       ncsde::LaneScheme<ncsde::predictor_corrector<ncsde::square_matrix<2>>, cubic_lanes>);
   static_assert(ncsde::LaneScheme<ncsde::predictor_corrector<matrix>, ncsde::analytic::gbm>);
-  static_assert(!ncsde::LaneScheme<ncsde::milstein<matrix>, cubic_lanes>);
   const ncsde::predictor_corrector<> pc;
   SUBCASE("GBM, m = 1, 2, 3") {
     integrate_options io;

@@ -112,6 +112,94 @@ class milstein_base {
     v += h * m_drift + m_noise + m_term;
   }
 
+  /// The batched form (batched.hpp, LaneScheme) for an SDE S with one (BatchedSde): the
+  /// derivative-free step on a lane group, in do_step's operations and their order,
+  ///   v + ((dt·b + G dW) + M),  M = (Σ_j G(Ῡ_j) I_(j,·) − G(V) Σ_j I_(j,·)) / √dt,
+  ///   Ῡ_j = (V + b dt) + √dt G_j,
+  /// with I_(j,l) = ½ dW_j dW_l − ½ dt δ_jl (commutative) or each lane's iterated integrals from
+  /// its own stream (general: lane_step::iterated, the per-path increment's matrix, Lévy areas
+  /// included); the G_j = G(V) e_j formed by diffusion_lanes at the unit vectors (2k + 2 batched
+  /// noise evaluations a step); each lane's I and Σ_j I_(j,·) are formed by do_step's own
+  /// expressions (O(k²) per lane), so a lane's numbers are the per-path ones bit for bit wherever
+  /// diffusion_lanes computes in the per-path order. It takes the runs of the derivative-free form
+  /// only (applies): the analytic one would need a batched diffusion_derivative.
+  template <class S>
+  class lane_form {
+   public:
+    static constexpr int W = lane_width_of<S>;
+    using block = lane_block_of<W>;
+
+    explicit lane_form(const milstein_base&) {}
+    static bool applies(const milstein_base& stepper) {
+      return !milstein_uses_analytic<S, State>(stepper.derivative_form());
+    }
+
+    /// One step of the group: s is the engine's detail::lane_step<S>.
+    template <class Step>
+    void step(Step& s) {
+      const double t = s.t(), h = s.h();
+      s.drift(s.v(), m_drift, t);
+      s.diffusion(s.v(), s.dw(), m_noise, t);  // dw carries variance dt
+      correction(s, t, h);
+      // As do_step checks them: the drift, the noise map, the noise map at the supports.
+      s.coefficient("drift", m_drift);
+      s.coefficient("noise map", m_noise);
+      s.coefficient("noise map", m_term);
+      s.form_trial({Step::term(h, m_drift), Step::term(m_noise), Step::term(m_term)});
+    }
+
+   private:
+    /// The correction M of every lane into m_term, from s.v(), m_drift and s.dw().
+    template <class Step>
+    void correction(Step& s, double t, double h) {
+      const int k = s.noise_dimension();
+      const Eigen::Index K = s.coordinates();
+      const block& v = s.v();
+      const double sqrt_h = std::sqrt(h);
+      m_unit.setZero(W, k);
+      m_columns.resize(static_cast<std::size_t>(k));
+      for (int j = 0; j < k; ++j) {
+        m_unit.col(j).setConstant(1.0);
+        s.diffusion(v, m_unit, m_columns[static_cast<std::size_t>(j)], t);
+        m_unit.col(j).setZero();
+      }
+      // Each lane's I and Σ_j I_(j,·) by do_step's own expressions on its own types, so that they
+      // are its numbers bit for bit (the outer product, the diagonal, Eigen's column sums).
+      m_lane_iterated.resize(W);
+      m_sums.resize(W, k);
+      for (int l = 0; l < W; ++l) {
+        matrix& it = m_lane_iterated[static_cast<std::size_t>(l)];
+        if constexpr (Commutative) {
+          m_lane_dw = s.dw().row(l).transpose();
+          it.noalias() = 0.5 * m_lane_dw * m_lane_dw.transpose();
+          it.diagonal().array() -= 0.5 * h;
+        } else {
+          it = s.iterated(l);
+        }
+        m_lane_sum = it.colwise().sum().transpose();  // into a vector, as do_step
+        m_sums.row(l) = m_lane_sum.transpose().array();
+      }
+      m_term.setZero(W, K);
+      m_row.resize(W, k);
+      for (int j = 0; j < k; ++j) {
+        for (int l = 0; l < W; ++l)
+          m_row.row(l) = m_lane_iterated[static_cast<std::size_t>(l)].row(j).array();
+        m_support = v + h * m_drift + sqrt_h * m_columns[static_cast<std::size_t>(j)];
+        s.diffusion(m_support, m_row, m_work, t);
+        m_term += m_work;
+      }
+      m_row = m_sums;
+      s.diffusion(v, m_row, m_work, t);
+      m_term -= m_work;
+      m_term /= sqrt_h;
+    }
+
+    block m_drift, m_noise, m_unit, m_term, m_row, m_work, m_support, m_sums;
+    std::vector<block> m_columns;
+    std::vector<matrix> m_lane_iterated;  ///< [l]: lane l's I, as do_step forms it
+    vector m_lane_dw, m_lane_sum;
+  };
+
  protected:
   milstein_derivative m_form = milstein_derivative::automatic;
 
@@ -205,88 +293,6 @@ class milstein_commutative : public detail::milstein_base<State, true> {
   template <class OtherState>
   explicit milstein_commutative(const milstein_commutative<OtherState>& other)
       : detail::milstein_base<State, true>(other.derivative_form()) {}
-
-  /// The batched form (batched.hpp, LaneScheme) for an SDE S with one (BatchedSde): the
-  /// derivative-free step on a lane group, in do_step's operations and their order,
-  ///   v + ((dt·b + G dW) + M),  M = (Σ_j G(Ῡ_j) I_(j,·) − G(V) Σ_j I_(j,·)) / √dt,
-  ///   Ῡ_j = (V + b dt) + √dt G_j,  I_(j,l) = ½ dW_j dW_l − ½ dt δ_jl,
-  /// the G_j = G(V) e_j formed by diffusion_lanes at the unit vectors (2k + 2 batched noise
-  /// evaluations a step); each lane's I and Σ_j I_(j,·) are formed by do_step's own expressions
-  /// (O(k²) per lane), so a lane's numbers are the per-path ones bit for bit wherever
-  /// diffusion_lanes computes in the per-path order. It takes the runs of the derivative-free form
-  /// only (applies): the analytic one would need a batched diffusion_derivative.
-  template <class S>
-  class lane_form {
-   public:
-    static constexpr int W = lane_width_of<S>;
-    using block = lane_block_of<W>;
-
-    explicit lane_form(const milstein_commutative&) {}
-    static bool applies(const milstein_commutative& stepper) {
-      return !milstein_uses_analytic<S, State>(stepper.derivative_form());
-    }
-
-    /// One step of the group: s is the engine's detail::lane_step<S>.
-    template <class Step>
-    void step(Step& s) {
-      const double t = s.t(), h = s.h();
-      s.drift(s.v(), m_drift, t);
-      s.diffusion(s.v(), s.dw(), m_noise, t);  // dw carries variance dt
-      correction(s, t, h);
-      // As do_step checks them: the drift, the noise map, the noise map at the supports.
-      s.coefficient("drift", m_drift);
-      s.coefficient("noise map", m_noise);
-      s.coefficient("noise map", m_term);
-      s.form_trial({Step::term(h, m_drift), Step::term(m_noise), Step::term(m_term)});
-    }
-
-   private:
-    /// The correction M of every lane into m_term, from s.v(), m_drift and s.dw().
-    template <class Step>
-    void correction(Step& s, double t, double h) {
-      const int k = s.noise_dimension();
-      const Eigen::Index K = s.coordinates();
-      const block& v = s.v();
-      const double sqrt_h = std::sqrt(h);
-      m_unit.setZero(W, k);
-      m_columns.resize(static_cast<std::size_t>(k));
-      for (int j = 0; j < k; ++j) {
-        m_unit.col(j).setConstant(1.0);
-        s.diffusion(v, m_unit, m_columns[static_cast<std::size_t>(j)], t);
-        m_unit.col(j).setZero();
-      }
-      // Each lane's I and Σ_j I_(j,·) by do_step's own expressions on its own types, so that they
-      // are its numbers bit for bit (the outer product, the diagonal, Eigen's column sums).
-      m_lane_iterated.resize(W);
-      m_sums.resize(W, k);
-      for (int l = 0; l < W; ++l) {
-        m_lane_dw = s.dw().row(l).transpose();
-        matrix& it = m_lane_iterated[static_cast<std::size_t>(l)];
-        it.noalias() = 0.5 * m_lane_dw * m_lane_dw.transpose();
-        it.diagonal().array() -= 0.5 * h;
-        m_lane_sum = it.colwise().sum().transpose();  // into a vector, as do_step
-        m_sums.row(l) = m_lane_sum.transpose().array();
-      }
-      m_term.setZero(W, K);
-      m_row.resize(W, k);
-      for (int j = 0; j < k; ++j) {
-        for (int l = 0; l < W; ++l)
-          m_row.row(l) = m_lane_iterated[static_cast<std::size_t>(l)].row(j).array();
-        m_support = v + h * m_drift + sqrt_h * m_columns[static_cast<std::size_t>(j)];
-        s.diffusion(m_support, m_row, m_work, t);
-        m_term += m_work;
-      }
-      m_row = m_sums;
-      s.diffusion(v, m_row, m_work, t);
-      m_term -= m_work;
-      m_term /= sqrt_h;
-    }
-
-    block m_drift, m_noise, m_unit, m_term, m_row, m_work, m_support, m_sums;
-    std::vector<block> m_columns;
-    std::vector<matrix> m_lane_iterated;  ///< [l]: lane l's I, as do_step forms it
-    vector m_lane_dw, m_lane_sum;
-  };
 };
 
 }  // namespace ncsde
