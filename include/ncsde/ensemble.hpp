@@ -99,7 +99,7 @@ struct ensemble_options {
   /// function of the run alone (never of the thread count), at least the SDE's lane width.
   int block_size = 0;
   /// Step lane groups of batch_width paths at once (batched.hpp) when the run allows it (the
-  /// default): a scheme with a lane form (Euler–Maruyama, the commutative Milstein scheme in its
+  /// default): a scheme with a lane form (Euler–Maruyama, both Milstein schemes in their
   /// derivative-free form, the predictor–corrector), an SDE with a batched form (BatchedSde) that
   /// prefers lanes at the state's size (prefers_lanes, lanes.hpp), the default (seed, path)
   /// streams, fixed steps and a pd_policy other than refine; other runs, and

@@ -279,8 +279,42 @@ execution_report execute(path_range range, const executor_options& opt, MakeWork
       long long claim = 1;
       if constexpr (detail::run_worker<worker_type>)
         claim = std::max<long long>(1, static_cast<long long>(w.blocks_per_claim()));
-      [[maybe_unused]] std::vector<block_info> infos;
-      [[maybe_unused]] std::vector<block_type> blocks;
+      // Runs the claimed blocks, recording their errors; whether one failed. A run worker takes
+      // the run at once, a batch worker its one block, a path worker each path of it (an error
+      // in one path does not stop the others: the lowest failing path is the run's error).
+      auto run_claim = [&](std::span<const block_info> run, std::span<block_type> results) {
+        if constexpr (detail::run_worker<worker_type> || detail::batch_worker<worker_type>) {
+          bool run_failed = false;
+          try {
+            if constexpr (detail::run_worker<worker_type>)
+              w.run_blocks(run, results);
+            else
+              w.run_block(run.front(), results.front());
+          } catch (const path_failure& f) {
+            record_error(f.path, f.error);
+            run_failed = true;
+          } catch (...) {
+            record_error(run.front().range.first, std::current_exception());
+            run_failed = true;
+          }
+          for (const block_info& info : run) paths_done.fetch_add(info.range.size());
+          return run_failed;
+        } else {
+          bool run_failed = false;
+          for (long long p = run.front().range.first; p < run.front().range.last; ++p) {
+            try {
+              w.run_path(p, results.front());
+            } catch (...) {
+              record_error(p, std::current_exception());
+              run_failed = true;
+            }
+            paths_done.fetch_add(1);
+          }
+          return run_failed;
+        }
+      };
+      std::vector<block_info> infos;
+      std::vector<block_type> blocks;
       for (;;) {
         if (failed.load()) return;
         const long long first = next_block.fetch_add(claim);
@@ -289,71 +323,26 @@ execution_report execute(path_range range, const executor_options& opt, MakeWork
           record_error(-1, std::make_exception_ptr(cancelled{}));
           return;
         }
-        if constexpr (detail::run_worker<worker_type>) {
-          const long long last = std::min(first + claim, end_block);
-          infos.clear();
-          blocks.clear();
-          try {
-            for (long long b = first; b < last; ++b) {
-              infos.push_back(grid.block(b));
-              blocks.push_back(w.begin_block(infos.back()));
-            }
-          } catch (...) {
-            record_error(infos.back().range.first, std::current_exception());
-            continue;
+        const long long last = std::min(first + claim, end_block);
+        infos.clear();
+        blocks.clear();
+        try {
+          for (long long b = first; b < last; ++b) {
+            infos.push_back(grid.block(b));
+            blocks.push_back(w.begin_block(infos.back()));
           }
-          bool run_failed = false;
-          try {
-            w.run_blocks(std::span<const block_info>(infos), std::span<block_type>(blocks));
-          } catch (const path_failure& f) {
-            record_error(f.path, f.error);
-            run_failed = true;
-          } catch (...) {
-            record_error(infos.front().range.first, std::current_exception());
-            run_failed = true;
-          }
-          for (const block_info& info : infos) paths_done.fetch_add(info.range.size());
-          if (run_failed || failed.load()) continue;  // results are discarded: skip the fold
-          std::size_t i = 0;
-          try {
-            for (; i < infos.size(); ++i) hand_over(infos[i], std::move(blocks[i]));
-          } catch (...) {
-            record_error(infos[i].range.first, std::current_exception());  // the reducer
-          }
-        } else {
-          const long long b = first;
-          const block_info info = grid.block(b);
-          bool block_failed = false;
-          try {
-            block_type block = w.begin_block(info);
-            if constexpr (detail::batch_worker<worker_type>) {
-              try {
-                w.run_block(info, block);
-              } catch (const path_failure& f) {
-                record_error(f.path, f.error);
-                block_failed = true;
-              } catch (...) {
-                record_error(info.range.first, std::current_exception());
-                block_failed = true;
-              }
-              paths_done.fetch_add(info.range.size());
-            } else {
-              for (long long p = info.range.first; p < info.range.last; ++p) {
-                try {
-                  w.run_path(p, block);
-                } catch (...) {
-                  record_error(p, std::current_exception());
-                  block_failed = true;
-                }
-                paths_done.fetch_add(1);
-              }
-            }
-            if (block_failed || failed.load()) continue;  // results are discarded: skip the fold
-            hand_over(info, std::move(block));
-          } catch (...) {
-            // begin_block or the reducer (mutex released by now).
-            record_error(info.range.first, std::current_exception());
-          }
+        } catch (...) {
+          record_error(infos.back().range.first, std::current_exception());
+          continue;
+        }
+        if (run_claim(std::span<const block_info>(infos), std::span<block_type>(blocks)) ||
+            failed.load())
+          continue;  // results are discarded: skip the fold
+        std::size_t i = 0;
+        try {
+          for (; i < infos.size(); ++i) hand_over(infos[i], std::move(blocks[i]));
+        } catch (...) {
+          record_error(infos[i].range.first, std::current_exception());  // the reducer
         }
       }
     } catch (...) {
