@@ -858,7 +858,8 @@ TEST_CASE(
     stopping.stop_condition = [](const matrix& v, double) { return v(0, 0) > 2.0; };
     const ensemble_result c = ncsde::run_ensemble(mil, prob, stopping, options(2, false));
     REQUIRE(c.stopped > 10);
-    CHECK(all_outputs(c) == all_outputs(ncsde::run_ensemble(mil, prob, stopping, options(2, true))));
+    CHECK(all_outputs(c) ==
+          all_outputs(ncsde::run_ensemble(mil, prob, stopping, options(2, true))));
   }
 }
 
