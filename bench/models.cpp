@@ -532,7 +532,7 @@ void register_roofline() {
 
 /// ensemble_large/em/transformer/m:64/paths:256/threads:<t>: the default (per-path) ensemble of 256
 /// paths at m = 64 on 1 and 2 threads, wall time: whether a large-m run with few paths uses the
-/// cores (32 blocks of 8 paths: ensemble_options::block_size).
+/// cores (64 blocks of 4 paths: automatic_block_size).
 void register_large_ensembles() {
   const int steps = quick ? 2 : 4;
   for (const int threads : {1, 2})

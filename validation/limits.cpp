@@ -132,7 +132,8 @@ double ensemble_bytes_per_path(double K, std::size_t functionals, bool keep_path
 
 double ensemble_summary_bytes(double K, double paths, std::size_t saves, bool covariance) {
   const double blocks =
-      std::ceil(paths / automatic_block_size(static_cast<int>(K))) + 1.0;  // and the run's own
+      std::ceil(paths / automatic_block_size(static_cast<int>(K), static_cast<long long>(paths))) +
+      1.0;  // and the run's own
   const double per_moments = 8.0 * (K + (covariance ? K * K : K)) + 128.0;
   return blocks * (2.0 + static_cast<double>(saves)) * per_moments;
 }

@@ -75,13 +75,18 @@ inline bool keeps_covariance(covariance_mode mode, int K) {
          (mode == covariance_mode::automatic && K <= max_automatic_covariance);
 }
 
-/// The block size of a run whose states have K coordinates (ensemble_options::block_size = 0): 64
-/// paths while K ≤ max_automatic_covariance (136: m ≤ 16 on matrix states, the sizes whose blocks
-/// keep their covariance), 16 while K ≤ 528 (m ≤ 32), 8 beyond. A block is what one worker runs at
-/// a time, so large states, whose paths are costly, come in small blocks that keep every core busy
-/// (256 paths at m = 64 are 32 blocks, not 4).
-inline int automatic_block_size(int K) {
-  return K <= max_automatic_covariance ? 64 : K <= 528 ? 16 : 8;
+/// The block size of a run of `paths` paths whose states have K coordinates
+/// (ensemble_options::block_size = 0): 64 paths while K ≤ max_automatic_covariance (136: m ≤ 16 on
+/// matrix states, the sizes whose blocks keep their covariance), 16 while K ≤ 528 (m ≤ 32), and
+/// beyond ⌈paths / 64⌉, at least 1 and at most 8. A block is what one worker runs at a time, so
+/// large states, whose paths are costly, come in small blocks that keep every core busy: 256 paths
+/// at m = 64 are 64 blocks and 16 paths are 16, while a run of 512 paths or more keeps blocks of 8
+/// (a block's summaries are one set of moments of the K coordinates). A function of the run alone,
+/// never of the thread count or of the piece of the path range a rank runs.
+inline int automatic_block_size(int K, long long paths) {
+  if (K <= max_automatic_covariance) return 64;
+  if (K <= 528) return 16;
+  return static_cast<int>(std::clamp<long long>((paths + 63) / 64, 1, 8));
 }
 
 struct ensemble_options {
@@ -95,8 +100,9 @@ struct ensemble_options {
   progress_mode progress = progress_mode::automatic;
   /// Paths per reduction block, part of the reproducibility contract: the summaries are merged
   /// block by block in block order, so a run's numbers depend on the block size and on nothing
-  /// else of the schedule. 0 (the default): automatic_block_size of the state's coordinates, a
-  /// function of the run alone (never of the thread count), at least the SDE's lane width.
+  /// else of the schedule. 0 (the default): automatic_block_size of the state's coordinates and
+  /// the paths, a function of the run alone (never of the thread count), at least the SDE's lane
+  /// width where it prefers lanes at the state's size.
   int block_size = 0;
   /// Step lane groups of batch_width paths at once (batched.hpp) when the run allows it (the
   /// default): a scheme with a lane form (Euler–Maruyama, both Milstein schemes in their
@@ -468,10 +474,14 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   run.control = iopt.control;
   run.tolerance = iopt.control == step_control::fixed ? 0.0 : iopt.tolerance;
   out.range = range;
+  // Lane groups fill a block where the SDE steps on lanes at this size (batched or not: the block
+  // size, and so every output, is the same either way).
   int lane_width = 1;
-  if constexpr (BatchedSde<S>) lane_width = lane_width_of<S>;
-  out.block_size = opt.block_size > 0 ? opt.block_size
-                                      : std::max(automatic_block_size(layout.size()), lane_width);
+  if constexpr (BatchedSde<S>)
+    if (prefers_lanes(prob.sde, v0.size())) lane_width = lane_width_of<S>;
+  out.block_size =
+      opt.block_size > 0 ? opt.block_size
+                         : std::max(automatic_block_size(layout.size(), opt.paths), lane_width);
   out.functionals = opt.functionals.size();
   out.keep_paths = opt.keep_paths;
   out.covariance = keeps_covariance(opt.covariance, layout.size());

@@ -746,14 +746,21 @@ struct ou_vector {
 };
 }  // namespace
 
-TEST_CASE("run_ensemble: the automatic block size follows the state's size, never the threads") {
-  // 64 paths a block up to 136 coordinates, 16 up to 528, 8 beyond: a run of large states keeps
-  // every core busy with few paths, and its numbers are the same for any thread count.
-  CHECK(ncsde::automatic_block_size(10) == 64);
-  CHECK(ncsde::automatic_block_size(136) == 64);
-  CHECK(ncsde::automatic_block_size(137) == 16);
-  CHECK(ncsde::automatic_block_size(528) == 16);
-  CHECK(ncsde::automatic_block_size(2080) == 8);
+TEST_CASE(
+    "run_ensemble: the automatic block size follows the state's size and the paths, never the "
+    "threads") {
+  // 64 paths a block up to 136 coordinates, 16 up to 528, ⌈paths/64⌉ in [1, 8] beyond: a run of
+  // large states keeps every core busy with few paths, and its numbers are the same for any thread
+  // count.
+  CHECK(ncsde::automatic_block_size(10, 1000) == 64);
+  CHECK(ncsde::automatic_block_size(136, 5) == 64);
+  CHECK(ncsde::automatic_block_size(137, 5) == 16);
+  CHECK(ncsde::automatic_block_size(528, 100000) == 16);
+  CHECK(ncsde::automatic_block_size(2080, 16) == 1);
+  CHECK(ncsde::automatic_block_size(2080, 65) == 2);
+  CHECK(ncsde::automatic_block_size(2080, 256) == 4);
+  CHECK(ncsde::automatic_block_size(2080, 512) == 8);
+  CHECK(ncsde::automatic_block_size(2080, 100000) == 8);
   const ncsde::euler_maruyama<vector> em;
   integrate_options io;
   io.dt = 0.1;
@@ -766,7 +773,7 @@ TEST_CASE("run_ensemble: the automatic block size follows the state's size, neve
     eo.threads = 1;
     const ncsde::ensemble_partial piece =
         ncsde::run_ensemble_range(em, prob, io, eo, ncsde::path_range{0, 40});
-    CHECK(piece.block_size == ncsde::automatic_block_size(d));
+    CHECK(piece.block_size == ncsde::automatic_block_size(d, 40));
     const ensemble_result one = ncsde::run_ensemble(em, prob, io, eo);
     eo.threads = 3;
     const ensemble_result three = ncsde::run_ensemble(em, prob, io, eo);
