@@ -479,9 +479,9 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   int lane_width = 1;
   if constexpr (BatchedSde<S>)
     if (prefers_lanes(prob.sde, v0.size())) lane_width = lane_width_of<S>;
-  out.block_size =
-      opt.block_size > 0 ? opt.block_size
-                         : std::max(automatic_block_size(layout.size(), opt.paths), lane_width);
+  out.block_size = opt.block_size > 0
+                       ? opt.block_size
+                       : std::max(automatic_block_size(layout.size(), opt.paths), lane_width);
   out.functionals = opt.functionals.size();
   out.keep_paths = opt.keep_paths;
   out.covariance = keeps_covariance(opt.covariance, layout.size());
