@@ -39,6 +39,7 @@ struct lanes_table {
   void (*matrix_product)(const double* a, const double* b, Eigen::Index bk, Eigen::Index bj, int m,
                          bool row_lower, bool col_lower, double* out);
   bool (*matrix_cholesky)(const double* v, int m, double* l);
+  bool (*all_finite)(const double* x, Eigen::Index n);
 };
 
 }  // namespace
@@ -160,6 +161,23 @@ bool matrix_cholesky(const double* v, int m, double* l) {
   return ok;
 }
 
+/// detail::all_finite: Σ (x_i − x_i) over two vectors of accumulators is 0 when every x_i is
+/// finite and NaN otherwise (∞ − ∞ and NaN − NaN are NaN, and NaN stays NaN in a sum).
+bool all_finite(const double* x, Eigen::Index n) {
+  const D d;
+  const auto w = static_cast<Eigen::Index>(chunk);
+  V s0 = hn::Zero(d), s1 = hn::Zero(d);
+  Eigen::Index i = 0;
+  for (; i + 2 * w <= n; i += 2 * w) {
+    const V a = hn::LoadU(d, x + i), b = hn::LoadU(d, x + i + w);
+    s0 = hn::Add(s0, hn::Sub(a, a));
+    s1 = hn::Add(s1, hn::Sub(b, b));
+  }
+  double tail = 0.0;
+  for (; i < n; ++i) tail += x[i] - x[i];
+  return hn::AllTrue(d, hn::Eq(hn::Add(s0, s1), hn::Zero(d))) && tail == 0.0;
+}
+
 }  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace ncsde
@@ -173,7 +191,8 @@ namespace {
 
 #define NCSDE_LANES_TARGET(T)                                            \
   lanes_table{HWY_##T,         &N_##T::product,        &N_##T::cholesky, \
-              &N_##T::combine, &N_##T::matrix_product, &N_##T::matrix_cholesky},
+              &N_##T::combine, &N_##T::matrix_product, &N_##T::matrix_cholesky,    \
+              &N_##T::all_finite},
 constexpr lanes_table target_tables[] = {NCSDE_HWY_TARGETS(NCSDE_LANES_TARGET)};
 #undef NCSDE_LANES_TARGET
 
@@ -264,6 +283,8 @@ void matrix_product_transposed(const double* x, const double* l, int m, bool low
 bool matrix_cholesky(const double* v, int m, double* l) {
   return tables().matrix_cholesky(v, m, l);
 }
+
+bool all_finite(const double* x, Eigen::Index n) { return tables().all_finite(x, n); }
 
 std::int64_t lane_target() { return tables().target; }
 

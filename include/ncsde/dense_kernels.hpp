@@ -28,6 +28,19 @@ void matrix_product_transposed(const double* x, const double* l, int m, bool low
 /// > 0 (or is NaN).
 bool matrix_cholesky(const double* v, int m, double* l);
 
+/// Whether every one of the n entries of x is finite (Eigen's allFinite, vectorised).
+bool all_finite(const double* x, Eigen::Index n);
+
+/// x.allFinite() for a plain Eigen matrix or vector (contiguous storage): the vectorised kernel
+/// from 64 entries on, Eigen's inline test below.
+template <class X>
+bool all_finite(const X& x) {
+  if constexpr (X::SizeAtCompileTime != Eigen::Dynamic && X::SizeAtCompileTime < 64)
+    return x.allFinite();
+  else
+    return x.size() < 64 ? x.allFinite() : all_finite(x.data(), x.size());
+}
+
 /// Whether a's columns are what the kernels above read: contiguous, leading dimension a.rows().
 template <class A>
 bool dense_columns(const A& a) {

@@ -697,7 +697,7 @@ class path_integrator {
     trial_measurements x;
     if constexpr (is_symmetric_space(space)) x.asymmetry = symmetrize_measured(m_trial);
     x.size = m_trial.cwiseAbs().maxCoeff();
-    x.finite = m_trial.allFinite();
+    x.finite = detail::all_finite(m_trial);
     if (settle_measured<space>(x, m_opt, step_site{m_path, grid_step, t, inc.dt})) {
       m_v = m_trial;
       m_blowup_time = t + inc.dt;

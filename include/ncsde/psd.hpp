@@ -95,7 +95,8 @@ class basic_psd_checker {
   psd_result check(const State& v) {
     // Cholesky does not see NaN (its pivot test x <= 0 is false for NaN), so a non-finite V would
     // pass as positive definite: classify it before factorising.
-    if (!v.allFinite()) return {psd_status::outside, std::numeric_limits<double>::quiet_NaN()};
+    if (!detail::all_finite(v))
+      return {psd_status::outside, std::numeric_limits<double>::quiet_NaN()};
     m_factored = detail::cholesky_factor(v, m_l);
     if (m_factored)
       return {psd_status::positive_definite, std::numeric_limits<double>::quiet_NaN()};

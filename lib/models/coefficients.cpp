@@ -25,7 +25,22 @@ void centre_rows(const square_matrix<M>& v, square_matrix<M>& out) {
   const int m = static_cast<int>(v.rows());
   const double md = static_cast<double>(m);
   out.resize(m, m);
-  for (int b = 0; b < m; ++b) {
+  // Each column's sum from 0 in increasing row, four columns' sums side by side (independent
+  // chains: the same sums, not latency-bound).
+  int b = 0;
+  for (; b + 4 <= m; b += 4) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (int a = 0; a < m; ++a) {
+      s0 += v(a, b);
+      s1 += v(a, b + 1);
+      s2 += v(a, b + 2);
+      s3 += v(a, b + 3);
+    }
+    const double means[4] = {s0 / md, s1 / md, s2 / md, s3 / md};
+    for (int c = 0; c < 4; ++c)
+      for (int a = 0; a < m; ++a) out(a, b + c) = v(a, b + c) - means[c];
+  }
+  for (; b < m; ++b) {
     double mean = 0.0;
     for (int a = 0; a < m; ++a) mean += v(a, b);
     mean /= md;
@@ -92,13 +107,12 @@ void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
   column_vector<M>& pvp_diag = ws.c1;
   column_vector<M>& u = ws.c2;
   column_vector<M>& vu = ws.c3;
-  // Every sum from 0 in increasing index, as the lane kernel's (b_att_lanes).
-  row_mean.resize(m);
-  for (int a = 0; a < m; ++a) {
-    double sum = 0.0;
-    for (int b = 0; b < m; ++b) sum += v(a, b);
-    row_mean(a) = sum / md;
-  }
+  // Every sum from 0 in increasing index, as the lane kernel's (b_att_lanes); the sums of
+  // different rows run side by side, a column of V at a time (the same sums, vectorised).
+  row_mean.setZero(m);
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) row_mean(a) += v(a, b);
+  for (int a = 0; a < m; ++a) row_mean(a) /= md;
   double grand_mean = 0.0;
   for (int a = 0; a < m; ++a) grand_mean += row_mean(a);
   grand_mean /= md;
@@ -115,12 +129,9 @@ void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
       tr_pvpv += (v(a, b) - row_mean(a) - row_mean(b) + grand_mean) * v(a, b);
   u.resize(m);
   for (int a = 0; a < m; ++a) u(a) = 0.5 * (pvp_diag(a) - tr_pvp / md);
-  vu.resize(m);
-  for (int a = 0; a < m; ++a) {
-    double sum = 0.0;
-    for (int c = 0; c < m; ++c) sum += v(a, c) * u(c);
-    vu(a) = sum;
-  }
+  vu.setZero(m);
+  for (int c = 0; c < m; ++c)
+    for (int a = 0; a < m; ++a) vu(a) += v(a, c) * u(c);
   const double inv_tau2 = 1.0 / (tau0 * tau0);
   out.resize(m, m);
   for (int b = 0; b < m; ++b)
@@ -146,10 +157,11 @@ void b_causal(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
   pi.resize(m, m);
   q2.resize(m, m);
   s2.resize(m, m);
-  for (int i = 0; i < m; ++i) {
-    double acc = 0.0;
-    for (int b = 0; b < m; ++b) r(i, b) = acc += v(i, b);
-  }
+  // The rows' running sums side by side, a column at a time (the same sums, vectorised).
+  column_vector<M>& acc = ws.c0;
+  acc.setZero(m);
+  for (int b = 0; b < m; ++b)
+    for (int i = 0; i < m; ++i) r(i, b) = acc(i) += v(i, b);
   for (int b = 0; b < m; ++b) {
     double acc_pi = 0.0, acc_s2 = 0.0;
     for (int a = 0; a < m; ++a) {
@@ -159,13 +171,12 @@ void b_causal(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
       s2(a, b) = acc_s2;
     }
   }
-  for (int a = 0; a < m; ++a) {
-    double row_acc = 0.0;
-    for (int b = 0; b < m; ++b) {
-      row_acc += v(a, b) * v(a, b);
-      q2(a, b) = row_acc + (a > 0 ? q2(a - 1, b) : 0.0);
+  acc.setZero(m);
+  for (int b = 0; b < m; ++b)
+    for (int a = 0; a < m; ++a) {
+      acc(a) += v(a, b) * v(a, b);
+      q2(a, b) = acc(a) + (a > 0 ? q2(a - 1, b) : 0.0);
     }
-  }
   // U: row a is u_aᵀ. u_a^ν = V^{νν}/2 − R(ν, a)/k − tr_a(V)/(2k) + Π(a, a)/k² for ν ≤ a. For k ≤ 2
   // all diagonal entries of P_a V P_a are equal, so u_a = 0 identically: set it exactly.
   u.setZero(m, m);

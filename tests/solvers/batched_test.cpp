@@ -499,6 +499,35 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("all_finite: Eigen's allFinite on every target, every length and position") {
+  const double bad[] = {std::numeric_limits<double>::quiet_NaN(),
+                        std::numeric_limits<double>::infinity(),
+                        -std::numeric_limits<double>::infinity()};
+  for (const std::string& target : ncsde::detail::lane_targets()) {
+    const ncsde::detail::lane_target_scope scope(target);
+    CAPTURE(target);
+    for (const int n : {0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 100, 4096}) {
+      CAPTURE(n);
+      vector x = vector::LinSpaced(n, -1e300, 1e300);
+      CHECK(ncsde::detail::all_finite(x.data(), n));
+      CHECK(ncsde::detail::all_finite(x) == x.allFinite());
+      for (int at : {0, n / 2, n - 1}) {
+        if (n == 0) continue;
+        for (const double b : bad) {
+          CAPTURE(at);
+          vector y = x;
+          y(at) = b;
+          CHECK_FALSE(ncsde::detail::all_finite(y.data(), n));
+          CHECK_FALSE(ncsde::detail::all_finite(y));
+        }
+      }
+    }
+    // The largest finite values stay finite (x − x is 0, not an overflow).
+    vector big = vector::Constant(40, std::numeric_limits<double>::max());
+    CHECK(ncsde::detail::all_finite(big.data(), 40));
+  }
+}
+
 TEST_CASE(
     "batched run_ensemble: a declared lane width of 32 gives the per-path bits too, for any thread "
     "count, path range and policy") {

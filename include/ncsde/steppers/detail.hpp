@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/dense_kernels.hpp"
 
 namespace ncsde::detail {
 
@@ -28,7 +29,7 @@ template <class State>
 inline void require_finite(const State& x, const State& v, std::string_view which) {
   if (x.rows() != v.rows() || x.cols() != v.cols())
     throw non_finite_coefficient{which, shape_mismatch(x.rows(), x.cols(), v.rows(), v.cols())};
-  if (!x.allFinite()) throw non_finite_coefficient{which};
+  if (!all_finite(x)) throw non_finite_coefficient{which};
 }
 
 /// Checks that an increment has the dimension k = noise_dimension(m) the problem declares.
