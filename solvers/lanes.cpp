@@ -189,9 +189,9 @@ HWY_AFTER_NAMESPACE();
 namespace ncsde {
 namespace {
 
-#define NCSDE_LANES_TARGET(T)                                            \
-  lanes_table{HWY_##T,         &N_##T::product,        &N_##T::cholesky, \
-              &N_##T::combine, &N_##T::matrix_product, &N_##T::matrix_cholesky,    \
+#define NCSDE_LANES_TARGET(T)                                                     \
+  lanes_table{HWY_##T,           &N_##T::product,        &N_##T::cholesky,        \
+              &N_##T::combine,   &N_##T::matrix_product, &N_##T::matrix_cholesky, \
               &N_##T::all_finite},
 constexpr lanes_table target_tables[] = {NCSDE_HWY_TARGETS(NCSDE_LANES_TARGET)};
 #undef NCSDE_LANES_TARGET
