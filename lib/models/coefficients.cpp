@@ -133,11 +133,17 @@ void b_att(const square_matrix<M>& v, double tau0, square_matrix<M>& out,
   for (int c = 0; c < m; ++c)
     for (int a = 0; a < m; ++a) vu(a) += v(a, c) * u(c);
   const double inv_tau2 = 1.0 / (tau0 * tau0);
+  // V's diagonal as a vector (into pvp_diag, read no more), so that a column's entries read
+  // contiguous memory only and the loop over rows vectorises: the same expression per entry.
+  column_vector<M>& diag = pvp_diag;
+  for (int a = 0; a < m; ++a) diag(a) = v(a, a);
+  const double md2 = md * md;
   out.resize(m, m);
-  for (int b = 0; b < m; ++b)
+  for (int b = 0; b < m; ++b) {
+    const double vu_b = vu(b), v_bb = diag(b);
     for (int a = 0; a < m; ++a)
-      out(a, b) =
-          inv_tau2 * ((v(a, a) * vu(b) + vu(a) * v(b, b)) / md + v(a, b) * tr_pvpv / (md * md));
+      out(a, b) = inv_tau2 * ((diag(a) * vu_b + vu(a) * v_bb) / md + v(a, b) * tr_pvpv / md2);
+  }
 }
 
 template <int M>
