@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ncsde needs to build, test and plot (python3 also runs the
 # command-line tests, tests/cli, with its standard library only), and the Python module's (python3-dev
-# and pybind11-dev to build it, python3-pytest for its tests, tests/python).
+# and pybind11-dev to build it, python3-pytest for its tests, tests/python; python3-venv, -pip,
+# -setuptools and -wheel for `pip install .`, which a test runs in a scratch virtual environment).
 #   scripts/install-deps.sh               the build, the tests and the plots
 #   scripts/install-deps.sh --sanitizers  also Clang and its sanitizer and libFuzzer runtimes, for
 #                                         scripts/test_sanitizers.sh (the fuzz preset), and
@@ -16,6 +17,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-matplotlib
   python3-dev pybind11-dev python3-pytest
+  python3-venv python3-pip python3-setuptools python3-wheel
 )
 case "${1:-}" in
   "") ;;

@@ -118,7 +118,7 @@ inline std::vector<std::string>& program_arguments() {
   return arguments;
 }
 
-/// The program after MPI's start: loads the --models-library files given before the command,
+/// The program after MPI's start: loads the --models-library files (named anywhere in argv),
 /// parses argv with every command below and runs the one named; returns the exit code (errors are
 /// written to stderr as "ncsde <command>: error: …"). argv[0] is the program's name. main.cpp
 /// calls it, and so does the Python module (in its own process, without MPI).

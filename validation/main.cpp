@@ -6,7 +6,7 @@
 ///
 /// `ncsde --models-library PATH <subcommand> …` first adds the models of a C++ models library
 /// (ncsde/models/models_library.hpp) to the registry, so that every command offers them and their
-/// parameters' flags (the flag may be given several times, before the subcommand).
+/// parameters' flags (the flag may be given several times, before the subcommand or among its flags).
 #include <unistd.h>
 
 #include <cerrno>

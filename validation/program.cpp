@@ -70,23 +70,26 @@ int finish_standard_output(std::string_view command, int rc) {
 }
 
 int run_program(int argc, char** argv) {
-  program_arguments().assign(argv + std::min(argc, 1), argv + argc);
-  // The models libraries come first: the commands build their flags from the registry.
-  int first_word = 1;
+  // The models libraries are loaded first, wherever they are given (before the command or among
+  // its flags): the commands build their flags from the registry. The rest is what CLI11 parses.
   std::vector<std::string> libraries;
-  while (first_word < argc) {
-    const std::string arg = argv[first_word];
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
     const std::string flag = "--models-library";
-    if (arg == flag && first_word + 1 < argc) {
-      libraries.emplace_back(argv[first_word + 1]);
-      first_word += 2;
+    if (arg == flag && i + 1 < argc) {
+      libraries.emplace_back(argv[++i]);
     } else if (arg.rfind(flag + "=", 0) == 0) {
       libraries.push_back(arg.substr(flag.size() + 1));
-      first_word += 1;
     } else {
-      break;
+      rest.push_back(argv[i]);
     }
   }
+  const int first_word = 1;
+  argc = static_cast<int>(rest.size());
+  argv = rest.data();
+  // The command line without the libraries (a run's libraries are in its identity by content).
+  program_arguments().assign(argv + std::min(argc, 1), argv + argc);
   for (const std::string& library : libraries) {
     try {
       ncsde::models::load_models_library(library);
@@ -104,9 +107,11 @@ int run_program(int argc, char** argv) {
   CLI::App app{"ncsde: stochastic numerics for matrix-valued SDEs dV = b(t,V) dt + G(t,V) dW",
                "ncsde"};
   app.require_subcommand(1, 1);
-  app.add_option("--models-library", libraries,
+  // Taken out of the arguments above; declared here for the help text.
+  std::vector<std::string> listed_libraries;
+  app.add_option("--models-library", listed_libraries,
                  "A shared library of models (ncsde/models/models_library.hpp) whose models every "
-                 "command then offers; before the command, may be repeated");
+                 "command then offers; before the command or among its flags, may be repeated");
   std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
   for (const command& c : commands) {
     CLI::App* sub = app.add_subcommand(c.name, c.description);

@@ -10,8 +10,9 @@ code 2 naming the flag and the value.
 
 import json
 
-from cli_support import CliTestCase, is_number, main
+from cli_support import CliTestCase, is_number, main, plotting_available
 
+PLOTS = ("rho_density", "ks_vs_n", "sample_paths", "stopped_fraction", "smooth_gaps")
 SMALL = ["--model", "attention", "--n", "8,16", "--networks", "400", "--paths", "400", "--dt",
          "0.0078125"]
 
@@ -87,10 +88,26 @@ class ValidateCli(CliTestCase):
         for needle in ("| network n=16 | SDE, grid 1/16 |", "Bonferroni p", "Quantiles of ρ¹²",
                        "Plots and data in", "Smooth statistics", "Extrapolated to n → ∞"):
             self.assertIn(needle, table, f"the table lacks '{needle}'")
-        for f in ("rho_density.png", "ks_vs_n.png", "sample_paths.png", "stopped_fraction.png",
-                  "validation.md", "validation.json", "values.csv", "paths.csv",
-                  "smooth_gaps.png"):
+        for f in ("validation.md", "validation.json", "values.csv", "paths.csv"):
             self.assertTrue((out / f).exists(), f"validate --plots did not write {f}")
+        for figure in PLOTS:
+            for fmt in ("png", "pdf", "svg"):
+                f = out / f"{figure}.{fmt}"
+                self.assertTrue(f.exists() and f.stat().st_size > 0,
+                                f"validate --plots did not write {f.name}")
+
+    def test_plots_of_a_model_without_attention_parameters(self):
+        # shaped-tanh has neither gamma2 nor tau0: the figures name its own parameters.
+        if not plotting_available():
+            self.skipTest("/usr/bin/python3 cannot import matplotlib")
+        out = self.scratch_dir()
+        self.run_ok("validate", "--model", "shaped-tanh", "--n", "8,16", "--networks", "200",
+                    "--paths", "200", "--dt", "0.0078125", "--plots", out)
+        report = json.loads((out / "validation.json").read_text())
+        self.assertNotIn("gamma2", report["params"])
+        for figure in PLOTS:
+            self.assertTrue((out / f"{figure}.png").exists(),
+                            f"validate --plots on shaped-tanh did not draw {figure}")
 
     def test_bad_input(self):
         # Exit 2, and the rule, the value and the flag named as the other commands name them.

@@ -68,6 +68,15 @@ def test_loaded_model_is_bit_identical_to_the_cli(library, ncsde_program, tmp_pa
     with open(out, newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == paths
+    # The library may be named among the command's flags too: the same run, the same bytes.
+    after = tmp_path / "paths_after.csv"
+    done = subprocess.run([ncsde_program, "simulate", "--model", "wishart-test",
+                           "--degrees-of-freedom", "4", "--V0", "1,0.3;0.3,2", "--T", str(T), "--dt",
+                           str(dt), "--paths", str(paths), "--seed", str(seed), "--out", str(after),
+                           f"--models-library={library}"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert after.read_bytes() == out.read_bytes()
     for p, row in enumerate(rows):
         assert row["status"] == r.status[p] and float(row["t_stop"]) == r.t_stop[p]
         for name, (a, b) in (("V11", (0, 0)), ("V12", (0, 1)), ("V22", (1, 1))):

@@ -21,8 +21,8 @@
 /// A family of comparisons is rejected at level α when its Bonferroni-adjusted smallest p-value is
 /// below α. --check exits 1 unless the right SDE is not rejected at the largest n and every wrong
 /// variant is. --plots DIR writes the samples (CSV), validation.md and validation.json, and draws
-/// rho_density.png, ks_vs_n.png, sample_paths.png, stopped_fraction.png and smooth_gaps.png through
-/// validation/plots/validate_plot.py. Under mpirun (mpi_world.hpp) the networks of every width are
+/// rho_density, ks_vs_n, sample_paths, stopped_fraction and smooth_gaps (each as .png, .pdf and
+/// .svg) through validation/plots/validate_plot.py, for every model. Under mpirun (mpi_world.hpp) the networks of every width are
 /// split over the ranks (sample_over_ranks) while rank 0 runs the SDEs; rank 0 compares and writes,
 /// the output byte for byte that of one process. --paths-range A:B --partial FILE makes a shard
 /// (validate_shards.hpp), which `ncsde merge` joins.
@@ -928,8 +928,8 @@ int run_validate(const validate_args& a) {
     if (!run_plot_script("validate", script, {dir.string()})) return exit_failure;
     if (table)
       std::cout << fmt::format(
-          "\nPlots and data in {}: rho_density.png, ks_vs_n.png, sample_paths.png, "
-          "stopped_fraction.png, smooth_gaps.png; validation.md, validation.json, values.csv, "
+          "\nPlots and data in {}: rho_density, ks_vs_n, sample_paths, stopped_fraction, "
+          "smooth_gaps (.png, .pdf, .svg); validation.md, validation.json, values.csv, "
           "paths.csv\n",
           dir.string());
   }

@@ -2,16 +2,20 @@
 """Figures of `ncsde validate --plots DIR`, drawn from DIR/values.csv, DIR/paths.csv and
 DIR/validation.json:
 
-  rho_density.png       rho12 at T∧τ: each sample's CDF minus the SDE's (the networks at each n, the
-                        wrong SDEs) with the 95% band under equal laws; the SDE's density beside it
-  ks_vs_n.png           two-sample KS distance (network vs SDE) against n, log-log, per statistic,
+  rho_density           rho12 at T∧τ: each sample's CDF minus the SDE's (the networks at each n, the
+                        wrong SDEs) with the 95% band under equal laws; beside it the densities of
+                        the SDE and of the networks at every n, overlaid
+  ks_vs_n               two-sample KS distance (network vs SDE) against n, log-log, per statistic,
                         with the noise floor (two SDE runs) and the critical distance at alpha
-  sample_paths.png      rho12_t along SDE paths and along networks at the largest n, stopped
+  sample_paths          rho12_t along SDE paths and along networks at the largest n, stopped
                         (frozen) once max_a V^aa > K at a recorded time
-  stopped_fraction.png  P(max_a V^aa passes K before T) against n, with standard errors
-  smooth_gaps.png       |E f(network) - E f(SDE)| of the smooth functionals against n, log-log, bars
+  stopped_fraction      P(max_a V^aa passes K before T) against n, with standard errors
+  smooth_gaps           |E f(network) - E f(SDE)| of the smooth functionals against n, log-log, bars
                         ±1 SE, the fitted rate C_f n^-beta, the noise floor (two SDE runs) and each
                         wrong SDE's largest gap against the networks at every n
+
+each as NAME.png, NAME.pdf and NAME.svg. The titles name the model's own parameters (every model of
+the registry or of a models library, whatever its parameters are called).
 
 Usage: validate_plot.py DIR
 """
@@ -82,6 +86,25 @@ def read_paths(path, m, level):
     return paths
 
 
+# The figure formats: a raster for a quick look, vector ones for papers.
+FORMATS = ("png", "pdf", "svg")
+
+# Parameter names as mathtext where the library's models use them; any other name as it is.
+PARAMETER_SYMBOLS = {"gamma2": r"$\gamma^2$", "tau0": r"$\tau_0$", "c_plus": "$c_+$",
+                     "c_minus": "$c_-$"}
+
+
+def save(fig, out, name):
+    for fmt in FORMATS:
+        fig.savefig(f"{out}/{name}.{fmt}", dpi=130)
+    plt.close(fig)
+
+
+def describe_parameters(params):
+    """The model's parameters as "name = value" pairs, whatever they are (none: an empty string)."""
+    return ", ".join(f"{PARAMETER_SYMBOLS.get(k, k)} = {v}" for k, v in params.items())
+
+
 def pretty(name):
     """A statistic's name as mathtext: rho12 → ρ¹², V11 → V¹¹, V11∧K → min(V¹¹, K); other names as
     they are."""
@@ -104,8 +127,8 @@ def main():
     m = report["m"]
     widths = report["widths"]
     values = read_values(f"{out}/values.csv", m)
-    title = (f"{report['model']}: $\\gamma^2$ = {report['params']['gamma2']}, "
-             f"$\\tau_0$ = {report['params']['tau0']}, m = {m}, T = {report['T']}, "
+    described = describe_parameters(report.get("params", {}))
+    title = (f"{report['model']}: {described + ', ' if described else ''}m = {m}, T = {report['T']}, "
              f"stopped at $\\mathrm{{max}}_a V^{{aa}}$ > {report['stop_level']}")
     counts = f"{report['networks']} networks per n, {report['paths']} SDE paths"
 
@@ -147,15 +170,17 @@ def main():
     bins = np.linspace(-1, 1, 51)
     ax_d.hist(sde_last, bins=bins, density=True, histtype="stepfilled", color="0.85",
               label=f"SDE (grid 1/{widths[-1]})")
-    ax_d.hist(values.get(f"network_n{widths[-1]}", []), bins=bins, density=True, histtype="step",
-              color=colours[-1], lw=1.3, label=f"networks, n = {widths[-1]}")
+    for n, c in zip(widths, colours):
+        net = values.get(f"network_n{n}", np.array([]))
+        if len(net):
+            ax_d.hist(net, bins=bins, density=True, histtype="step", color=c, lw=1.3,
+                      label=f"networks, n = {n}")
     ax_d.set_xlabel(r"$\rho^{12}$ at $T\wedge\tau$")
     ax_d.set_ylabel("density")
     ax_d.legend(fontsize=7, loc="upper left")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(f"{out}/rho_density.png", dpi=130)
-    plt.close(fig)
+    save(fig, out, "rho_density")
 
     # 2. KS distance vs n.
     rows = report["rows"]
@@ -191,8 +216,7 @@ def main():
     ax.set_title(f"{title}\n{counts}", fontsize=8)
     ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.15))
     fig.tight_layout()
-    fig.savefig(f"{out}/ks_vs_n.png", dpi=130)
-    plt.close(fig)
+    save(fig, out, "ks_vs_n")
 
     # 3. Sample paths of rho12.
     paths = read_paths(f"{out}/paths.csv", m, report["stop_level"])
@@ -209,8 +233,7 @@ def main():
     axes[0].set_ylabel(r"$\rho^{12}_t$")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(f"{out}/sample_paths.png", dpi=130)
-    plt.close(fig)
+    save(fig, out, "sample_paths")
 
     # 4. Stopped fractions.
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
@@ -233,8 +256,7 @@ def main():
     ax.set_title(f"{title}\nbars: ±1 standard error", fontsize=8)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(f"{out}/stopped_fraction.png", dpi=130)
-    plt.close(fig)
+    save(fig, out, "stopped_fraction")
 
     # 5. Smooth-statistic gaps against n.
     smooth_names = [c["statistic"] for c in rows[0]["comparisons"] if c["statistic"].startswith("E ")]
@@ -301,8 +323,7 @@ def main():
                      fontsize=8)
         ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.15))
         fig.tight_layout()
-        fig.savefig(f"{out}/smooth_gaps.png", dpi=130)
-        plt.close(fig)
+        save(fig, out, "smooth_gaps")
 
 
 if __name__ == "__main__":
