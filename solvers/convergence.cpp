@@ -324,6 +324,7 @@ std::vector<convergence_series> summarize_convergence(
       r.expected = expected_order(builtin_schemes::descriptors[plan.schemes[s]], kind, noise);
       r.tolerance = kind == error_kind::strong ? opt.strong_tolerance : opt.weak_tolerance;
       r.pass = std::abs(r.fit.slope - r.expected) <= r.tolerance;
+      r.pre_asymptotic = is_pre_asymptotic(r.dts, r.errors, r.expected, r.fit.slope, r.tolerance);
       out.push_back(std::move(r));
     }
   }
@@ -708,6 +709,20 @@ nlohmann::json numbers(const std::vector<double>& xs) {
   return a;
 }
 
+/// A series' result in the table: pass; pre-asymptotic, with its local slopes from the coarsest
+/// pair to the finest; or FAIL.
+std::string verdict(const convergence_series& s) {
+  if (s.pass) return "pass";
+  if (s.pre_asymptotic) {
+    const std::vector<double> slopes = local_slopes(s.dts, s.errors);
+    const bool finest_last = s.dts.back() < s.dts.front();
+    return fmt::format("pre-asymptotic: refine (local slopes {:.3f} to {:.3f}, coarse to fine)",
+                       finest_last ? slopes.front() : slopes.back(),
+                       finest_last ? slopes.back() : slopes.front());
+  }
+  return fmt::format("FAIL (|order - expected| > {})", s.tolerance);
+}
+
 /// A fitted order as <prefix>order, <prefix>stderr, <prefix>ci_low, <prefix>ci_high.
 void put_fit(nlohmann::json& o, const std::string& prefix, const linear_fit& fit) {
   o[prefix + "order"] = number(fit.slope);
@@ -728,6 +743,10 @@ std::string convergence_json(const std::vector<convergence_series>& series, int 
     o["expected"] = s.expected;
     o["tolerance"] = s.tolerance;
     o["pass"] = s.pass;
+    if (s.pre_asymptotic) {
+      o["pre_asymptotic"] = true;
+      o["local_slopes"] = numbers(local_slopes(s.dts, s.errors));
+    }
     o["paths"] = s.paths;
     o["seed"] = s.seed;
     o["dts"] = numbers(s.dts);
@@ -746,15 +765,43 @@ std::string convergence_json(const std::vector<convergence_series>& series, int 
   return doc.dump(indent);
 }
 
+std::vector<double> local_slopes(const std::vector<double>& dts,
+                                 const std::vector<double>& errors) {
+  std::vector<double> slopes;
+  for (std::size_t i = 0; i + 1 < dts.size() && i + 1 < errors.size(); ++i) {
+    const bool positive = errors[i] > 0.0 && errors[i + 1] > 0.0 && dts[i] > 0.0 &&
+                          dts[i + 1] > 0.0 && dts[i] != dts[i + 1];
+    slopes.push_back(positive ? std::log(errors[i] / errors[i + 1]) / std::log(dts[i] / dts[i + 1])
+                              : std::numeric_limits<double>::quiet_NaN());
+  }
+  return slopes;
+}
+
+bool is_pre_asymptotic(const std::vector<double>& dts, const std::vector<double>& errors,
+                       double expected, double fitted, double tolerance) {
+  if (std::abs(fitted - expected) <= tolerance) return false;  // it passes
+  const std::vector<double> slopes = local_slopes(dts, errors);
+  if (slopes.size() < 2) return false;
+  for (const double s : slopes)
+    if (!std::isfinite(s)) return false;
+  // Coarse to fine (the levels may come either way): the gap to the expected order must shrink at
+  // every refinement, and end below the fitted order's.
+  std::vector<double> gaps;
+  for (const double s : slopes) gaps.push_back(std::abs(s - expected));
+  if (dts.back() > dts.front()) std::reverse(gaps.begin(), gaps.end());
+  for (std::size_t i = 0; i + 1 < gaps.size(); ++i)
+    if (!(gaps[i + 1] < gaps[i])) return false;
+  return !std::isfinite(fitted) || gaps.back() < std::abs(fitted - expected);
+}
+
 std::string convergence_table(const std::vector<convergence_series>& series) {
   std::ostringstream out;
   out << fmt::format("{:<18} {:<21} {:<6} {:>7} {:>7}  {:<17} {:>8}  {}\n", "problem", "scheme",
                      "kind", "order", "stderr", "95% CI", "expected", "result");
   for (const convergence_series& s : series) {
-    out << fmt::format(
-        "{:<18} {:<21} {:<6} {:>7.3f} {:>7.3f}  [{:>6.3f}, {:>6.3f}] {:>8.2f}  {}\n", s.problem,
-        s.scheme, to_string(s.kind), s.fit.slope, s.fit.slope_stderr, s.fit.ci_low, s.fit.ci_high,
-        s.expected, s.pass ? "pass" : fmt::format("FAIL (|order - expected| > {})", s.tolerance));
+    out << fmt::format("{:<18} {:<21} {:<6} {:>7.3f} {:>7.3f}  [{:>6.3f}, {:>6.3f}] {:>8.2f}  {}\n",
+                       s.problem, s.scheme, to_string(s.kind), s.fit.slope, s.fit.slope_stderr,
+                       s.fit.ci_low, s.fit.ci_high, s.expected, verdict(s));
   }
   return out.str();
 }

@@ -192,6 +192,9 @@ struct convergence_series {
   double expected = 0.0;
   double tolerance = 0.0;
   bool pass = false;  ///< |fit.slope − expected| ≤ tolerance
+  /// Not pass, but the local slopes are still moving towards the expected order
+  /// (is_pre_asymptotic): the levels are too coarse to measure it. Refine (more or finer levels).
+  bool pre_asymptotic = false;
   /// Coarse steps (every path of the series, all levels) that left the PSD cone (cone problems).
   long long cone_exits = 0;
   /// Paths left out of this series because one of its runs (or the reference) blew up or stopped
@@ -202,6 +205,18 @@ struct convergence_series {
   std::string functional;     ///< the weak functional's name (weak series)
   double seconds = 0.0;       ///< wall time of the whole problem's run
 };
+
+/// The local slopes of log error against log dt between consecutive levels (NaN where an error is
+/// not positive).
+std::vector<double> local_slopes(const std::vector<double>& dts, const std::vector<double>& errors);
+
+/// Whether a series whose fitted order `fitted` misses `expected` by more than `tolerance` is still
+/// pre-asymptotic: at least two local slopes, all finite, each (coarse to fine) closer to the
+/// expected order than the one before, and the finest closer than the fitted order: the slopes are
+/// still moving towards it as dt shrinks. A label for the reader, not a pass: such a series needs
+/// finer levels.
+bool is_pre_asymptotic(const std::vector<double>& dts, const std::vector<double>& errors,
+                       double expected, double fitted, double tolerance);
 
 namespace detail {
 

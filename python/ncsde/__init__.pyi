@@ -158,8 +158,8 @@ def convergence(
     weak_tolerance: float = 0.1,
 ) -> list[dict[str, Any]]:
     """Measured strong/weak orders as `ncsde convergence`: one dict per series (problem, scheme,
-    kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, paths, seed, dts, errors,
-    errors_stderr, cone_exits, failed_paths, error_measure, reference, functional, seconds)."""
+    kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, pre_asymptotic, paths, seed,
+    dts, errors, errors_stderr, cone_exits, failed_paths, error_measure, reference, functional, seconds)."""
 
 def sample_networks(
     model: CovarianceSde,

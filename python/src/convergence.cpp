@@ -37,6 +37,7 @@ py::dict series_dict(const convergence_series& s) {
   d["expected"] = s.expected;
   d["tolerance"] = s.tolerance;
   d["pass"] = s.pass;
+  d["pre_asymptotic"] = s.pre_asymptotic;
   d["paths"] = s.paths;
   d["seed"] = s.seed;
   d["dts"] = doubles(s.dts);
@@ -138,8 +139,8 @@ log dt with its standard error and 95% interval, checked against the order the s
 problems, schemes: None (all), a name or a list of names (ncsde.convergence_problems(),
 the scheme names of ncsde.simulate). kind: "both", "strong" or "weak". paths, levels,
 first_level: 0 / −1 for each problem's defaults. Returns one dict per series: problem, scheme,
-kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, paths, seed, dts, errors,
-errors_stderr (arrays), cone_exits, failed_paths, error_measure, reference, functional, seconds.
+kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, pre_asymptotic, paths, seed,
+dts, errors, errors_stderr (arrays), cone_exits, failed_paths, error_measure, reference, functional, seconds.
 Runs without the GIL; Ctrl-C takes effect when the current problem's run ends.)doc");
 }
 

@@ -531,3 +531,54 @@ TEST_CASE("predictor-corrector's weak error: the EM-coupled martingale estimator
   };
   CHECK(ratio(em_coupled[0].errors.size() - 1) >= 2 * ratio(0));
 }
+
+TEST_CASE("a missed order is pre-asymptotic while the local slopes still move towards it") {
+  // Errors c·dt^p with p rising from 0.4 towards 1 as dt shrinks (levels coarse to fine): the
+  // local slopes move towards 1, the fitted slope over all levels misses it.
+  const std::vector<double> dts{0.25, 0.125, 0.0625, 0.03125};
+  const std::vector<double> slopes_in{0.4, 0.7, 0.9};
+  std::vector<double> errors{1.0};
+  for (std::size_t i = 0; i < slopes_in.size(); ++i)
+    errors.push_back(errors.back() * std::pow(dts[i + 1] / dts[i], slopes_in[i]));
+  const std::vector<double> slopes = ncsde::local_slopes(dts, errors);
+  REQUIRE(slopes.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(slopes[i] == doctest::Approx(slopes_in[i]));
+  CHECK(ncsde::is_pre_asymptotic(dts, errors, 1.0, 0.67, 0.05));
+  // Within the band: a pass, not pre-asymptotic.
+  CHECK_FALSE(ncsde::is_pre_asymptotic(dts, errors, 1.0, 0.97, 0.05));
+  // Slopes moving away from the expected order (reversed): a failure.
+  std::vector<double> away{1.0};
+  for (std::size_t i = 0; i < slopes_in.size(); ++i)
+    away.push_back(away.back() * std::pow(dts[i + 1] / dts[i], slopes_in[2 - i]));
+  CHECK_FALSE(ncsde::is_pre_asymptotic(dts, away, 1.0, 0.67, 0.05));
+  // Slopes that approach and then leave it again (noise, not a trend): a failure.
+  std::vector<double> zigzag{1.0};
+  for (const double p : {0.8, 1.03, 0.83, 0.96}) zigzag.push_back(zigzag.back() * std::pow(0.5, p));
+  CHECK_FALSE(
+      ncsde::is_pre_asymptotic({0.5, 0.25, 0.125, 0.0625, 0.03125}, zigzag, 1.0, 0.9, 0.05));
+  // Too few levels, or an error that is not positive: no local trend to read.
+  CHECK_FALSE(ncsde::is_pre_asymptotic({0.25, 0.125}, {1.0, 0.6}, 1.0, 0.7, 0.05));
+  std::vector<double> zero = errors;
+  zero[2] = 0.0;
+  CHECK_FALSE(ncsde::is_pre_asymptotic(dts, zero, 1.0, 0.67, 0.05));
+
+  // The table says so, and the JSON carries the flag and the slopes only then.
+  ncsde::convergence_series s;
+  s.problem = "p";
+  s.scheme = "em";
+  s.dts = dts;
+  s.errors = errors;
+  s.errors_stderr.assign(dts.size(), 0.01);
+  s.expected = 1.0;
+  s.tolerance = 0.05;
+  s.fit.slope = 0.67;
+  s.pre_asymptotic = true;
+  const std::string table = ncsde::convergence_table({s});
+  CHECK(table.find("pre-asymptotic: refine (local slopes 0.400 to 0.900, coarse to fine)") !=
+        std::string::npos);
+  CHECK(ncsde::convergence_json({s}).find("\"pre_asymptotic\"") != std::string::npos);
+  s.pre_asymptotic = false;
+  CHECK(ncsde::convergence_table({s}).find("FAIL (|order - expected| > 0.05)") !=
+        std::string::npos);
+  CHECK(ncsde::convergence_json({s}).find("pre_asymptotic") == std::string::npos);
+}
