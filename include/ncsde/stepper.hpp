@@ -10,6 +10,8 @@
 ///   static constexpr double weak_order(noise_class c);    // class c (concepts.hpp), both > 0
 ///   static constexpr noise_request request;         // what a step's increment must carry
 ///   static constexpr bool preserves_cone;           // maps the PSD cone into itself for any dt
+///                                                   // (listed by --list-schemes; the engine does
+///                                                   // not rely on it: every step is checked)
 /// and a member template do_step(sde, v, t, inc) (StepperFor), and, to run on the compile-time-sized
 /// states of integrate(), `template <class OtherState> using rebind_state = ...` (integrate.hpp).
 #include <array>
