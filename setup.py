@@ -22,6 +22,7 @@ import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 SETUPTOOLS_DIR = os.path.join(ROOT, "build", "pip-setuptools")
@@ -72,6 +73,16 @@ class cmake_build_ext(build_ext):
         shutil.copyfile(found, target)
 
 
+class build_py_with_plot_script(build_py):
+    """The package's files, and validate's plot script (validation/plots/validate_plot.py) as
+    ncsde/_validate_plot.py, which ncsde.validate(..., plots=DIR) runs."""
+
+    def run(self):
+        super().run()
+        self.copy_file(os.path.join(ROOT, "validation", "plots", "validate_plot.py"),
+                       os.path.join(self.build_lib, "ncsde", "_validate_plot.py"))
+
+
 setup(
     name="ncsde",
     version=project_version(),
@@ -80,7 +91,7 @@ setup(
     package_dir={"ncsde": "python/ncsde"},
     package_data={"ncsde": ["*.pyi", "py.typed"]},
     ext_modules=[Extension("ncsde._core", sources=[])],
-    cmdclass={"build_ext": cmake_build_ext},
+    cmdclass={"build_ext": cmake_build_ext, "build_py": build_py_with_plot_script},
     python_requires=">=3.8",
     install_requires=["numpy"],
     zip_safe=False,

@@ -1,5 +1,6 @@
 # Type stubs of the package ncsde (the compiled core ncsde._core re-exported).
-from typing import Any, Callable, Iterable, Literal, Sequence
+import os
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -200,7 +201,7 @@ def rank_collapse(
     networks."""
 
 def validate(
-    model: str | CovarianceSde = "transformer",
+    model: str | CovarianceSde | PythonSde = "transformer",
     V0: npt.ArrayLike | None = None,
     *,
     T: float = 1.0,
@@ -212,16 +213,21 @@ def validate(
     tail_level: float = 2.5,
     unstopped_tail_level: float = 20.0,
     nk: int = 0,
-    sampler: str | None = None,
-    variants: str = "auto",
+    sampler: str | Callable[[int, int, int, int], npt.ArrayLike] | None = None,
+    samples: Mapping[int, npt.ArrayLike] | None = None,
+    variants: str | Sequence[Any] | Mapping[str, Any] = "auto",
     alpha: float = 0.01,
     limit_exponent: float | str = "fitted",
     seed: int = 1,
     threads: int = 0,
+    plots: str | os.PathLike[str] | None = None,
+    name: str | None = None,
     **params: float | int | bool | str,
 ) -> dict[str, Any]:
     """The model's finite networks against its covariance SDE, as `ncsde validate` (bit for bit):
-    the report of `--format json` with numpy arrays, plus "table" (the rows as columns)."""
+    the report of `--format json` with numpy arrays, plus "table" (the rows as columns). A user's
+    SDE (PythonSde), networks (sampler callable (n, d, count, seed) -> V at the layers 0..d, or
+    samples {n: array}) and wrong SDEs (variants: a list) make the same report."""
 
 def ks_two_sample(a: npt.ArrayLike, b: npt.ArrayLike) -> dict[str, float | int]:
     """Two-sample Kolmogorov–Smirnov test (the library's): distance, p_value, n1, n2."""

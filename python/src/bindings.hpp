@@ -27,7 +27,8 @@ namespace py = pybind11;
 /// The float64 C-contiguous array of `object` (converted when needed, a copy then).
 using double_array = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-void bind_commands(py::module_& m);  // only when the program's commands are built
+void bind_commands(py::module_& m);
+void bind_validate(py::module_& m);  // only when the program's commands are built
 void bind_convergence(py::module_& m);
 void bind_models(py::module_& m);
 void bind_networks(py::module_& m);

@@ -131,5 +131,6 @@ PYBIND11_MODULE(_core, m) {
   bind_statistics(m);
 #ifdef NCSDE_PYTHON_COMMANDS
   bind_commands(m);
+  bind_validate(m);
 #endif
 }

@@ -52,6 +52,7 @@
 #include "../../solvers/byte_codec.hpp"
 #include "command.hpp"
 #include "fidelity/fidelity.hpp"
+#include "fidelity/validate_report.hpp"
 #include "fidelity/validate_shards.hpp"
 #include "fidelity/variants.hpp"
 #include "limits.hpp"
@@ -118,50 +119,6 @@ matrix reference_v3() {
 }
 
 /// A row of the report: one sample compared with one reference.
-struct report_row {
-  std::string source;     ///< e.g. "network n=64"
-  std::string reference;  ///< e.g. "SDE on grid 1/64"
-  std::string key;        ///< short name used in the CSV files, e.g. "network_n64"
-  int n = 0;              ///< width whose grid was used
-  std::vector<comparison> comparisons;
-  double adjusted_p = 1.0;
-  std::vector<double> rho12_quantiles;
-};
-
-/// The gaps of one SDE to the networks, extrapolated to n → ∞ (limit_gaps).
-struct limit_row {
-  std::string source;
-  std::vector<comparison> gaps;
-  double adjusted_p = 1.0;
-  /// The gaps it extrapolates: [functional][width], and their standard errors.
-  std::vector<std::vector<double>> by_width, by_width_stderr;
-};
-
-const std::vector<double> quantile_levels{0.05, 0.25, 0.5, 0.75, 0.95};
-
-std::vector<double> quantiles_of(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  std::vector<double> q;
-  for (const double p : quantile_levels) q.push_back(quantile_sorted(x, p));
-  return q;
-}
-
-std::string packed_header(int m) {
-  std::string h;
-  for (int a = 1; a <= m; ++a)
-    for (int b = a; b <= m; ++b) h += fmt::format(",V{}{}", a, b);
-  return h;
-}
-
-void write_values(std::ostream& out, const std::string& key, const stopped_sample& s) {
-  for (std::size_t i = 0; i < s.status.size(); ++i) {
-    out << key << ',' << i << ',' << to_string(s.status[i]);
-    for (Eigen::Index j = 0; j < s.packed[i].size(); ++j)
-      out << ',' << fmt::format("{:.17g}", s.packed[i](j));
-    out << '\n';
-  }
-}
-
 /// The model's parameters for the report's title: the four architectures as before (γ² = …, τ₀ =
 /// …, r = …, c₊ = …, c₋ = …, heads = …, W^O, causal), another model as name = value of each.
 std::string parameter_summary(const model_flags& model) {
@@ -188,122 +145,6 @@ nlohmann::json parameter_json(const model_flags& model) {
             {"causal", p.causal}};
   }
   return parameter_values_json(model);
-}
-
-std::string format_p(double p) {
-  return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p);
-}
-
-bool is_smooth(const comparison& c) { return c.statistic.rfind("E ", 0) == 0; }
-bool is_ks(const comparison& c) { return c.statistic.rfind("KS ", 0) == 0; }
-
-/// The smooth-statistic table: per row, E f(source) − E f(reference) ± SE for every smooth
-/// functional, and the rate fitted over the network rows.
-std::string smooth_table(const std::vector<report_row>& rows, const std::string& rate) {
-  std::ostringstream s;
-  s << "\n**Smooth statistics**: E f(source) − E f(reference) ± SE [z = gap/SE], f of V_{T∧τ}\n\n"
-       "| source | reference |";
-  std::size_t count = 0;
-  for (const comparison& c : rows.front().comparisons)
-    if (is_smooth(c)) {
-      s << ' ' << c.statistic << " |";
-      ++count;
-    }
-  s << "\n|---|---|";
-  for (std::size_t i = 0; i < count; ++i) s << "---|";
-  s << '\n';
-  for (const report_row& r : rows) {
-    s << "| " << r.source << " | " << r.reference << " |";
-    for (const comparison& c : r.comparisons)
-      if (is_smooth(c)) {
-        const double gap = c.value - c.reference;
-        s << fmt::format(" {:+.4f} ± {:.4f} [{:+.1f}] |", gap, c.stderr_, gap / c.stderr_);
-      }
-    s << '\n';
-  }
-  s << "\n" << rate << "\n";
-  return s.str();
-}
-
-std::string limit_table(const std::vector<limit_row>& limits, const validate_args& a,
-                        const std::vector<int>& widths, double beta,
-                        const std::string& beta_source) {
-  if (limits.empty()) return {};
-  std::ostringstream s;
-  s << fmt::format(
-      "\n**Extrapolated to n → ∞** (information; the verdict is the test at n = {}): per "
-      "functional, the gaps E f(network) − E f(SDE) at n = {}…{} fitted as a + c·n^−β with β = "
-      "{:.2f} ({}); a ± SE [z]. A right SDE leaves a ≈ 0 however large the finite-width gaps; a "
-      "wrong one keeps a gap in the limit.\n\n| SDE |",
-      widths.back(), widths.front(), widths.back(), beta, beta_source);
-  for (const comparison& c : limits.front().gaps) s << ' ' << c.statistic << " |";
-  s << " Bonferroni p | a = 0 at α = " << a.alpha << " |\n|---|";
-  for (std::size_t i = 0; i < limits.front().gaps.size() + 2; ++i) s << "---|";
-  s << '\n';
-  for (const limit_row& r : limits) {
-    s << "| " << r.source << " |";
-    for (const comparison& c : r.gaps)
-      s << fmt::format(" {:+.4f} ± {:.4f} [{:+.1f}] |", c.value, c.stderr_, c.value / c.stderr_);
-    s << ' ' << format_p(r.adjusted_p) << " | "
-      << (r.adjusted_p < a.alpha ? "**rejected**" : "not rejected") << " |\n";
-  }
-  return s.str();
-}
-
-std::string markdown(const validate_args& a, const std::vector<report_row>& rows,
-                     const report_row& sde_row, const std::string& header, double critical,
-                     const std::string& smooth, const std::string& trend,
-                     const std::vector<std::string>& verdicts) {
-  std::ostringstream s;
-  s << header << '\n';
-  const std::vector<comparison>& first = rows.front().comparisons;
-  s << "| source | reference |";
-  std::size_t columns = 0;
-  for (const comparison& c : first)
-    if (!is_smooth(c)) {
-      s << ' ' << c.statistic << (c.in_family ? "" : " (info, not tested)") << " |";
-      ++columns;
-    }
-  s << " Bonferroni p | verdict (α = " << a.alpha << ") |\n|---|---|";
-  for (std::size_t i = 0; i < columns + 2; ++i) s << "---|";
-  s << '\n';
-  for (const report_row& r : rows) {
-    s << "| " << r.source << " | " << r.reference << " |";
-    for (const comparison& c : r.comparisons) {
-      if (is_smooth(c)) continue;
-      if (is_ks(c))
-        s << fmt::format(" {:.4f} [{}] |", c.value, format_p(c.p_value));
-      else
-        s << fmt::format(" {:.4f} vs {:.4f} ± {:.4f} [{}] |", c.value, c.reference, c.stderr_,
-                         format_p(c.p_value));
-    }
-    s << ' ' << format_p(r.adjusted_p) << " | "
-      << (r.adjusted_p < a.alpha ? "**rejected**" : "not rejected") << " |\n";
-  }
-  s << fmt::format(
-      "\nKS entries: distance [p-value]; proportions: sample vs reference ± SE of the difference "
-      "[two-proportion z-test p]. Two-sample KS critical distance at α = {}: {:.4f} (per "
-      "statistic, {} vs {} samples). The Bonferroni p covers the stopped-process statistics only "
-      "(with the smooth-statistic z-tests below); the unstopped tail looks beyond the stop level, "
-      "where the networks need not follow the SDE (local convergence, docs/maths.md §8.1): its "
-      "trend in n is information, not a test.\n",
-      a.alpha, critical, a.networks, a.paths);
-  s << smooth;
-  s << "\n**Quantiles of ρ¹² at T∧τ**\n\n| source |";
-  for (const double p : quantile_levels) s << fmt::format(" {:g}% |", 100 * p);
-  s << "\n|---|";
-  for (std::size_t i = 0; i < quantile_levels.size(); ++i) s << "---|";
-  s << '\n';
-  std::vector<const report_row*> quantile_rows{&sde_row};
-  for (const report_row& r : rows) quantile_rows.push_back(&r);
-  for (const report_row* r : quantile_rows) {
-    s << "| " << r->source << " |";
-    for (const double q : r->rho12_quantiles) s << fmt::format(" {:.4f} |", q);
-    s << '\n';
-  }
-  s << "\n**Trend in n**: " << trend << "\n\n";
-  for (const std::string& v : verdicts) s << "- " << v << '\n';
-  return s.str();
 }
 
 int run_validate(const validate_args& a) {
@@ -573,336 +414,51 @@ int run_validate(const validate_args& a) {
     return exit_ok;
   }
 
-  // Comparisons. The networks as stopped samples, once: every comparison and output reads them.
-  std::vector<stopped_sample> net_stopped;
-  for (const networks::network_ensemble& e : nets) net_stopped.push_back(stopped_of(e));
-  std::vector<report_row> rows;
-  const functional rho12 = correlation_functional(0, 1);
-  for (std::size_t i = 0; i < widths.size(); ++i) {
-    report_row r;
-    r.n = widths[i];
-    r.source = fmt::format("network n={}", r.n);
-    r.reference = fmt::format("SDE, grid 1/{}", r.n);
-    r.key = fmt::format("network_n{}", r.n);
-    const stopped_sample& s = net_stopped[i];
-    r.comparisons = compare(m, s, reference.by_width[i], unstopped_of(nets[i]), reference.unstopped,
-                            a.stop_level, a.tail_level, a.unstopped_level);
-    r.rho12_quantiles = quantiles_of(s.values(rho12, m));
-    rows.push_back(std::move(r));
+  // The report, from the samples.
+  validate_setup setup;
+  setup.model = a.model.model;
+  setup.parameters = parameter_summary(a.model);
+  setup.parameters_json = parameter_json(a.model).dump();
+  setup.sampler = sampler + " sampler";
+  setup.n_k = a.n_k > 0 ? std::to_string(a.n_k) : std::string("n");
+  setup.m = m;
+  setup.t_end = a.t_end;
+  setup.dt = a.dt;
+  setup.paths = a.paths;
+  setup.networks = a.networks;
+  setup.stop_level = a.stop_level;
+  setup.tail_level = a.tail_level;
+  setup.unstopped_level = a.unstopped_level;
+  setup.alpha = a.alpha;
+  setup.widths = widths;
+  setup.given_exponent = given_exponent;
+  validate_samples samples;
+  samples.reference = std::move(reference);
+  samples.floor = std::move(floor);
+  for (const variant_sde& w : wrong) samples.wrong_names.emplace_back(to_string(w.variant()));
+  samples.wrong = std::move(wrong_samples);
+  for (const networks::network_ensemble& e : nets) {
+    samples.nets_stopped.push_back(stopped_of(e));
+    samples.nets_unstopped.push_back(unstopped_of(e));
+    samples.network_seconds += e.seconds;
   }
-  const stopped_sample& widest_net = net_stopped.back();
-  const stopped_sample widest_net_unstopped = unstopped_of(nets.back());
-  {
-    report_row r;
-    r.n = n_max;
-    r.source = "SDE, independent run";
-    r.reference = fmt::format("SDE, grid 1/{} (noise floor)", n_max);
-    r.key = "sde_floor";
-    r.comparisons = compare(m, floor.by_width[0], reference.by_width.back(), floor.unstopped,
-                            reference.unstopped, a.stop_level, a.tail_level, a.unstopped_level);
-    r.rho12_quantiles = quantiles_of(floor.by_width[0].values(rho12, m));
-    rows.push_back(std::move(r));
-  }
-  for (std::size_t i = 0; i < wrong.size(); ++i) {
-    report_row r;
-    r.n = n_max;
-    r.source = fmt::format("wrong SDE: {}", to_string(wrong[i].variant()));
-    r.reference = fmt::format("network n={}", n_max);
-    r.key = fmt::format("variant_{}", to_string(wrong[i].variant()));
-    r.comparisons =
-        compare(m, wrong_samples[i].by_width.back(), widest_net, wrong_samples[i].unstopped,
-                widest_net_unstopped, a.stop_level, a.tail_level, a.unstopped_level);
-    r.rho12_quantiles = quantiles_of(wrong_samples[i].by_width.back().values(rho12, m));
-    rows.push_back(std::move(r));
-  }
-  for (report_row& r : rows) r.adjusted_p = bonferroni(r.comparisons);
-  report_row sde_row;
-  sde_row.source = fmt::format("SDE, grid 1/{}", n_max);
-  sde_row.rho12_quantiles = quantiles_of(reference.by_width.back().values(rho12, m));
-
-  // Trend in n: least-squares slope of log(mean KS distance over the statistics) on log n.
-  std::vector<double> log_n, log_ks;
-  std::vector<double> mean_ks;
-  for (std::size_t i = 0; i < widths.size(); ++i) {
-    double sum = 0.0;
-    int count = 0;
-    for (const comparison& c : rows[i].comparisons)
-      if (c.statistic.rfind("KS ", 0) == 0) {
-        sum += c.value;
-        ++count;
-      }
-    mean_ks.push_back(sum / count);
-    log_n.push_back(std::log(widths[i]));
-    log_ks.push_back(std::log(sum / count));
-  }
-  double floor_ks = 0.0;
-  {
-    int count = 0;
-    for (const comparison& c : rows[widths.size()].comparisons)
-      if (c.statistic.rfind("KS ", 0) == 0) {
-        floor_ks += c.value;
-        ++count;
-      }
-    floor_ks /= count;
-  }
-  std::string trend;
-  for (std::size_t i = 0; i < widths.size(); ++i)
-    trend += fmt::format("{}mean KS {:.4f} at n = {}", i ? ", " : "", mean_ks[i], widths[i]);
-  trend += fmt::format("; noise floor (two SDE runs) {:.4f}", floor_ks);
-  {
-    std::string tails;
-    for (std::size_t i = 0; i < widths.size(); ++i) {
-      const comparison& c = rows[i].comparisons.back();
-      tails += fmt::format("{}{:.4f} at n = {}", i ? ", " : "", c.value, widths[i]);
-    }
-    trend += fmt::format("; unstopped tail P(max V^aa_T >= {:g}): networks {} vs SDE {:.4f}",
-                         a.unstopped_level, tails, rows[0].comparisons.back().reference);
-  }
-  if (widths.size() >= 3) {
-    const linear_fit f = fit_line(log_n, log_ks);
-    trend += fmt::format(
-        "; log-log slope {:.2f} ± {:.2f} (a slope near 0 with every width at the "
-        "floor means the finite-n error is below the Monte Carlo resolution)",
-        f.slope, f.slope_stderr);
-  }
-
-  // Smooth-statistic rate: the gaps E f(network) − E f(SDE) over the widths, fitted as C_f n^{−β}.
-  std::vector<std::string> smooth_stat;
-  for (const comparison& c : rows.front().comparisons)
-    if (is_smooth(c)) smooth_stat.push_back(c.statistic);
-  std::vector<std::vector<double>> gaps(smooth_stat.size()), gap_se(smooth_stat.size());
-  for (std::size_t i = 0; i < widths.size(); ++i) {
-    std::size_t f = 0;
-    for (const comparison& c : rows[i].comparisons)
-      if (is_smooth(c)) {
-        gaps[f].push_back(c.value - c.reference);
-        gap_se[f].push_back(c.stderr_);
-        ++f;
-      }
-  }
-  auto largest_z = [](const report_row& r) {
-    double z = 0.0;
-    for (const comparison& c : r.comparisons)
-      if (is_smooth(c)) z = std::max(z, std::abs(c.value - c.reference) / c.stderr_);
-    return z;
-  };
-  nlohmann::json smooth_json;
-  std::string rate;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    rate += fmt::format("{}{} {:.1f}", i ? ", " : "largest |z| per row: ", rows[i].source,
-                        largest_z(rows[i]));
-  rate += ". ";
-  if (widths.size() >= 3) {
-    const std::vector<double> ns(widths.begin(), widths.end());
-    auto describe = [](const power_fit& f) {
-      return f.bounded ? fmt::format("{:.2f} ± {:.2f}", f.exponent, f.exponent_stderr)
-                       : std::string("not resolved (the gaps are within their noise)");
-    };
-    const power_fit joint = fit_power(ns, gaps, gap_se);
-    rate += fmt::format(
-        "Rate in n (gaps fitted as C_f·n^−β, one β for all {} functionals, weights 1/SE²): β = {} "
-        "(χ² = {:.1f} on {} dof); per functional:",
-        smooth_stat.size(), describe(joint), joint.chi2, joint.dof);
-    smooth_json = {{"exponent", joint.exponent},
-                   {"exponent_stderr", joint.exponent_stderr},
-                   {"chi2", joint.chi2},
-                   {"dof", joint.dof},
-                   {"resolved", joint.bounded}};
-    for (std::size_t f = 0; f < smooth_stat.size(); ++f) {
-      const power_fit one = fit_power(ns, {gaps[f]}, {gap_se[f]});
-      rate += fmt::format("{} {} {}", f ? "," : "", smooth_stat[f], describe(one));
-      smooth_json["per_functional"].push_back({{"statistic", smooth_stat[f]},
-                                               {"exponent", one.exponent},
-                                               {"exponent_stderr", one.exponent_stderr},
-                                               {"chi2", one.chi2},
-                                               {"resolved", one.bounded}});
-    }
-    rate += '.';
-  } else {
-    rate += "Rate in n: needs at least three widths.";
-  }
-
-  // The limit test: each SDE's gaps to the networks over the widths, extrapolated to n → ∞ as
-  // a + c·n^{−β} (β = --limit-exponent); the right SDE is the limit when every a is 0.
-  std::vector<limit_row> limits;
-  double limit_beta = 0.5;
-  std::string limit_kind = "default";  // "given", "fitted" or "default" (no rate resolved)
-  std::string limit_source = "the O(n^−1/2) default: no rate resolved";
-  if (given_exponent) {
-    limit_beta = *given_exponent;
-    limit_kind = "given";
-    limit_source = "--limit-exponent";
-  } else if (smooth_json.is_object() && smooth_json["resolved"].get<bool>() &&
-             smooth_json["exponent"].get<double>() > 0.0) {
-    limit_beta = smooth_json["exponent"].get<double>();
-    limit_kind = "fitted";
-    limit_source = "the fitted rate";
-  }
-  if (widths.size() >= 2) {
-    const std::vector<double> ns(widths.begin(), widths.end());
-    limit_row right;
-    right.source = "right SDE";
-    right.gaps = limit_gaps(ns, smooth_stat, gaps, gap_se, limit_beta);
-    right.by_width = gaps;
-    right.by_width_stderr = gap_se;
-    limits.push_back(std::move(right));
-    for (std::size_t v = 0; v < wrong.size(); ++v) {
-      std::vector<std::vector<double>> wg(smooth_stat.size()), ws(smooth_stat.size());
-      for (std::size_t i = 0; i < widths.size(); ++i) {
-        const std::vector<comparison> c =
-            smooth_gaps(m, net_stopped[i], wrong_samples[v].by_width[i], a.stop_level);
-        for (std::size_t f = 0; f < c.size(); ++f) {
-          wg[f].push_back(c[f].value - c[f].reference);
-          ws[f].push_back(c[f].stderr_);
-        }
-      }
-      limit_row r;
-      r.source = fmt::format("wrong SDE: {}", to_string(wrong[v].variant()));
-      r.gaps = limit_gaps(ns, smooth_stat, wg, ws, limit_beta);
-      r.by_width = std::move(wg);
-      r.by_width_stderr = std::move(ws);
-      limits.push_back(std::move(r));
-    }
-    for (limit_row& r : limits) r.adjusted_p = bonferroni(r.gaps);
-  }
-  const std::string smooth =
-      smooth_table(rows, rate) + limit_table(limits, a, widths, limit_beta, limit_source);
-
-  const double critical = ks_critical_distance(a.alpha, a.networks, a.paths);
-  std::vector<std::string> verdicts;
-  const report_row& at_max = rows[widths.size() - 1];
-  double max_ks = 0.0;
-  for (const comparison& c : at_max.comparisons)
-    if (c.statistic.rfind("KS ", 0) == 0) max_ks = std::max(max_ks, c.value);
-  // The verdict: the test at the widest n (networks there against the SDE; the wrong SDEs
-  // against those networks). The extrapolation to n → ∞ is reported beside it, as information: it
-  // rests on a model of the finite-width corrections (a + c·n^−β).
-  const bool right_accepted = at_max.adjusted_p >= a.alpha;
-  verdicts.push_back(fmt::format(
-      "right SDE vs networks at n = {}: largest KS distance {:.4f} (critical {:.4f} at α = {}), "
-      "Bonferroni p = {} → {}",
-      n_max, max_ks, critical, a.alpha, format_p(at_max.adjusted_p),
-      right_accepted ? "not rejected" : "REJECTED"));
-  bool wrong_rejected = true;
-  for (std::size_t i = 0; i < wrong.size(); ++i) {
-    const report_row& r = rows[widths.size() + 1 + i];
-    const bool rejected = r.adjusted_p < a.alpha;
-    wrong_rejected = wrong_rejected && rejected;
-    verdicts.push_back(fmt::format("wrong SDE '{}' vs networks at n = {}: Bonferroni p = {} → {}",
-                                   to_string(wrong[i].variant()), n_max, format_p(r.adjusted_p),
-                                   rejected ? "rejected (the check has power)" : "NOT rejected"));
-  }
-  for (const limit_row& r : limits)
-    verdicts.push_back(fmt::format(
-        "{} extrapolated to n → ∞ (β = {:.2f}, information): Bonferroni p of a = 0 is {}", r.source,
-        limit_beta, format_p(r.adjusted_p)));
-  verdicts.push_back(fmt::format(
-      "SDE: {} paths, {} blown up (max|V| > 1e6) by T = {}, {} with PD-cone exits (projected), "
-      "{:.1f} s; networks: {:.1f} s in total",
-      a.paths,
-      std::count(reference.unstopped.status.begin(), reference.unstopped.status.end(),
-                 path_status::blown_up),
-      a.t_end, reference.paths_with_violations, reference.seconds, [&] {
-        double s = 0;
-        for (const auto& e : nets) s += e.seconds;
-        return s;
-      }()));
-
-  const std::string header = fmt::format(
-      "## ncsde validate: {} ({}), m = {}, "
-      "T = {}\n\nSDE: Euler–Maruyama, dt = {:g}, {} paths. Networks: {} sampler, n_k = {}, {} per "
-      "width, d = T·n. Processes stopped at max_a V^aa > {} (the SDE on each network's grid k/n); "
-      "the unstopped tail counts SDE blow-up as ≥ K″.\n",
-      a.model.model, parameter_summary(a.model), m, a.t_end, a.dt, a.paths, sampler,
-      a.n_k > 0 ? std::to_string(a.n_k) : std::string("n"), a.networks, a.stop_level);
-  const std::string md = markdown(a, rows, sde_row, header, critical, smooth, trend, verdicts);
-
-  nlohmann::json j;
-  j["model"] = a.model.model;
-  j["params"] = parameter_json(a.model);
-  j["m"] = m;
-  j["T"] = a.t_end;
-  j["dt"] = a.dt;
-  j["paths"] = a.paths;
-  j["networks"] = a.networks;
-  j["stop_level"] = a.stop_level;
-  j["tail_level"] = a.tail_level;
-  j["unstopped_tail_level"] = a.unstopped_level;
-  j["alpha"] = a.alpha;
-  j["ks_critical"] = critical;
-  j["widths"] = widths;
-  j["sde_rho12_quantiles"] = sde_row.rho12_quantiles;
-  j["mean_ks"] = mean_ks;
-  j["floor_mean_ks"] = floor_ks;
-  j["smooth_fit"] = smooth_json;
-  j["limit_exponent"] = limit_beta;
-  j["limit_exponent_source"] = limit_kind;
-  for (const limit_row& r : limits) {
-    nlohmann::json row;
-    row["source"] = r.source;
-    row["bonferroni_p"] = r.adjusted_p;
-    for (std::size_t f = 0; f < r.gaps.size(); ++f) {
-      const comparison& c = r.gaps[f];
-      row["gaps"].push_back({{"statistic", c.statistic},
-                             {"intercept", c.value},
-                             {"stderr", c.stderr_},
-                             {"p_value", c.p_value},
-                             {"by_width", r.by_width[f]},
-                             {"by_width_stderr", r.by_width_stderr[f]}});
-    }
-    j["limit"].push_back(row);
-  }
-  j["right_accepted"] = right_accepted;
-  j["wrong_rejected"] = wrong_rejected;
-  for (const report_row& r : rows) {
-    nlohmann::json row;
-    row["source"] = r.source;
-    row["reference"] = r.reference;
-    row["key"] = r.key;
-    row["n"] = r.n;
-    row["bonferroni_p"] = r.adjusted_p;
-    row["rho12_quantiles"] = r.rho12_quantiles;
-    for (const comparison& c : r.comparisons)
-      row["comparisons"].push_back({{"statistic", c.statistic},
-                                    {"value", c.value},
-                                    {"reference", c.reference},
-                                    {"stderr", c.stderr_},
-                                    {"p_value", c.p_value},
-                                    {"in_family", c.in_family}});
-    j["rows"].push_back(row);
-  }
+  const validate_report report = make_validate_report(setup, samples);
 
   if (table)
-    std::cout << md;
+    std::cout << report.markdown;
   else
-    std::cout << j.dump(2) << '\n';
+    std::cout << report.json << '\n';
 
   if (!a.plots.empty()) {
-    plot_files[0]->stream() << md;
-    plot_files[1]->stream() << j.dump(2) << '\n';
-    {
-      std::ostream& f = plot_files[2]->stream();
-      f << "source,path,status" << packed_header(m) << '\n';
-      for (std::size_t i = 0; i < widths.size(); ++i) {
-        write_values(f, fmt::format("sde_n{}", widths[i]), reference.by_width[i]);
-        write_values(f, fmt::format("network_n{}", widths[i]), net_stopped[i]);
-      }
-      write_values(f, "sde_floor", floor.by_width[0]);
-      for (std::size_t i = 0; i < wrong.size(); ++i)
-        write_values(f, fmt::format("variant_{}", to_string(wrong[i].variant())),
-                     wrong_samples[i].by_width.back());
-    }
+    plot_files[0]->stream() << report.markdown;
+    plot_files[1]->stream() << report.json << '\n';
+    write_validate_values(plot_files[2]->stream(), setup, samples);
     {
       // Sample paths: the SDE's kept paths and the first networks at the widest n, at 65 times.
-      std::ostream& f = plot_files[3]->stream();
-      f << "source,path,t" << packed_header(m) << '\n';
-      for (std::size_t p = 0; p < reference.kept.size(); ++p)
-        for (std::size_t k = 0; k < reference.kept[p].size(); ++k) {
-          f << "sde," << p << ',' << fmt::format("{:.17g}", sopt.save_times[k]);
-          for (Eigen::Index e = 0; e < reference.kept[p][k].size(); ++e)
-            f << ',' << fmt::format("{:.17g}", reference.kept[p][k](e));
-          f << '\n';
-        }
+      std::vector<sampled_paths> paths(2);
+      paths[0].source = "sde";
+      paths[0].times = sopt.save_times;
+      paths[0].packed = samples.reference.kept;
       networks::network_options popt;
       popt.networks = a.kept_paths;
       popt.threads = a.threads;
@@ -914,14 +470,10 @@ int run_validate(const validate_args& a) {
         if (popt.depths.empty() || l > popt.depths.back()) popt.depths.push_back(l);
       }
       const networks::network_ensemble e = samplers.back().sample(v0, d, popt);
-      for (std::size_t p = 0; p < e.records.size(); ++p)
-        for (std::size_t k = 0; k < e.depths.size(); ++k) {
-          f << fmt::format("network_n{},{},{:.17g}", n_max, p,
-                           static_cast<double>(e.depths[k]) / n_max);
-          for (Eigen::Index x = 0; x < e.records[p].packed[k].size(); ++x)
-            f << ',' << fmt::format("{:.17g}", e.records[p].packed[k](x));
-          f << '\n';
-        }
+      paths[1].source = fmt::format("network_n{}", n_max);
+      for (const int l : e.depths) paths[1].times.push_back(static_cast<double>(l) / n_max);
+      for (const networks::network_record& r : e.records) paths[1].packed.push_back(r.packed);
+      write_validate_paths(plot_files[3]->stream(), m, paths);
     }
     for (const std::unique_ptr<output_file>& f : plot_files)
       if (!f->commit()) return exit_failure;
@@ -933,13 +485,8 @@ int run_validate(const validate_args& a) {
           "paths.csv\n",
           dir.string());
   }
-  if (a.check && !(right_accepted && wrong_rejected)) return exit_failure;
-  if (a.check_limit) {
-    // The same verdict on the gaps extrapolated to n → ∞ (limits: the right SDE first).
-    bool ok = !limits.empty() && limits.front().adjusted_p >= a.alpha;
-    for (std::size_t i = 1; i < limits.size(); ++i) ok = ok && limits[i].adjusted_p < a.alpha;
-    if (!ok) return exit_failure;
-  }
+  if (a.check && !(report.right_accepted && report.wrong_rejected)) return exit_failure;
+  if (a.check_limit && !report.limit_accepted) return exit_failure;
   return exit_ok;
 }
 

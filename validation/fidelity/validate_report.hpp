@@ -1,0 +1,77 @@
+#pragma once
+/// The report of `ncsde validate` from its samples: the comparisons, the rate fit, the
+/// extrapolation, the verdicts, and the Markdown and JSON that render them (docs/validation.md).
+/// The program samples the registry's SDEs and networks; the Python module (ncsde.validate with a
+/// user's SDE, network sampler or wrong SDEs) samples its own and makes the same report here.
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "fidelity/fidelity.hpp"
+
+namespace ncsde::cli {
+
+/// What the report says of the run besides its samples.
+struct validate_setup {
+  std::string model;            ///< the title's and the JSON's "model"
+  std::string parameters;       ///< the title's parameter text
+  std::string parameters_json;  ///< the JSON's "params", as JSON text
+  std::string sampler;          ///< the networks' source, as the header names it
+  std::string n_k = "n";        ///< the key dimension, as the header names it
+  int m = 0;
+  double t_end = 1.0, dt = 1.0 / 1024;
+  long long paths = 0, networks = 0;
+  double stop_level = 5.0, tail_level = 2.5, unstopped_level = 20.0, alpha = 0.01;
+  std::vector<int> widths;               ///< strictly increasing
+  std::optional<double> given_exponent;  ///< β of the extrapolation; unset: fitted
+};
+
+/// The samples the report compares. Every width's networks (stopped at the first layer with
+/// max_a V^aa > K, and unstopped at depth d = T·n) against the right SDE monitored on that width's
+/// grid; an independent SDE run on the widest grid (the noise floor); each wrong SDE, monitored on
+/// every width's grid, against the widest networks.
+struct validate_samples {
+  sde_sample reference;  ///< by_width: one per width; unstopped
+  sde_sample floor;      ///< by_width: the widest grid only
+  std::vector<std::string> wrong_names;
+  std::vector<sde_sample> wrong;                             ///< by_width: one per width
+  std::vector<stopped_sample> nets_stopped, nets_unstopped;  ///< one per width
+  double network_seconds = 0.0;
+};
+
+struct validate_report {
+  std::string markdown;
+  std::string json;             ///< indented by 2, no final newline
+  bool right_accepted = false;  ///< the right SDE not rejected at the widest n
+  bool wrong_rejected = true;   ///< every wrong SDE rejected there
+  /// --check-limit's verdict: the right SDE's extrapolated gaps 0, every wrong SDE's not (false
+  /// with fewer than two widths).
+  bool limit_accepted = false;
+};
+
+/// The report of the samples. Throws ncsde::invalid_argument when the samples do not fit the setup
+/// (sizes of the lists, m, a sample empty).
+validate_report make_validate_report(const validate_setup& setup, const validate_samples& samples);
+
+/// The plot script's values.csv: every sample's stopped values (source, path, status, V11, V12, …).
+void write_validate_values(std::ostream& out, const validate_setup& setup,
+                           const validate_samples& samples);
+
+/// Sample paths for paths.csv: packed V of each path at the times.
+struct sampled_paths {
+  std::string source;                       ///< "sde", "network_n256", …
+  std::vector<double> times;                ///< per save
+  std::vector<std::vector<vector>> packed;  ///< [path][save]
+};
+/// The plot script's paths.csv (source, path, t, V11, V12, …).
+void write_validate_paths(std::ostream& out, int m, const std::vector<sampled_paths>& paths);
+
+/// The stopped and unstopped samples of network covariances given at every layer: `layers`
+/// [network][layer l = 0..d] packed V. Stopped: at the first l ≥ 1 where V is not finite (status
+/// blown_up) or max_a V^aa > stop_level (status stopped), else completed at d; unstopped: V at d
+/// (blown_up once any layer was not finite). The rule of networks::sample_networks.
+void stop_network_layers(int m, const std::vector<std::vector<vector>>& layers, double stop_level,
+                         stopped_sample& stopped, stopped_sample& unstopped);
+
+}  // namespace ncsde::cli
