@@ -41,6 +41,14 @@
 ///    O(dt^{3/2}) a step, O(dt) at T); against a pathwise solution their O(dt) weak error would
 ///    have O(dt) variance. A scheme for which that reasoning fails still gets an unbiased series,
 ///    only a noisier one.
+///  - Coupled differences, for any problem and scheme (no closed form needed; the only estimator
+///    of a problem without exact solution, euler_weak and weak_value, and chosen by
+///    convergence_options::weak_differences): D_l = E f(X_{dt_l}) − E f(X_{dt_l/2}), both runs on
+///    the same Brownian path, the sample mean with its standard error, for the levels but the
+///    finest. If the weak error is C dt^p + o(dt^p), then D_l = C (1 − 2^−p) dt_l^p + o(dt_l^p):
+///    log |D_l| has the slope p of the weak error itself. The coupling makes the variance of a
+///    difference O(dt^{2q}) (q the strong order) instead of Var f: O(dt) for EM, whose series
+///    then use weak_paths, as above.
 ///  Weak series exist for EM (the scheme of both controls, detail::control_stepper) on every
 ///  problem, for the schemes coupled to its martingale control on every problem with weak_value,
 ///  and for every other scheme only on problems with a pathwise solution: against an EM control the
@@ -168,6 +176,10 @@ struct convergence_options {
   std::vector<std::string> schemes = scheme_names();
   bool strong = true;
   bool weak = true;
+  /// Weak orders from the coupled differences of successive levels (see the file comment) even
+  /// when the problem has the closed forms of the controls; a problem without them (no exact
+  /// solution, euler_weak or weak_value) uses the differences anyway.
+  bool weak_differences = false;
   double strong_tolerance = 0.05;  ///< pass: |order − expected| ≤ tolerance
   double weak_tolerance = 0.1;
   /// How the Milstein schemes form their derivative term (milstein.hpp): automatic uses the
@@ -195,6 +207,9 @@ struct convergence_series {
   /// Not pass, but the local slopes are still moving towards the expected order
   /// (is_pre_asymptotic): the levels are too coarse to measure it. Refine (more or finer levels).
   bool pre_asymptotic = false;
+  /// Not pass, and fewer than two levels have an error above twice its standard error: the
+  /// errors are noise, the slope says nothing (more paths, or coarser levels).
+  bool unresolved = false;
   /// Coarse steps (every path of the series, all levels) that left the PSD cone (cone problems).
   long long cone_exits = 0;
   /// Paths left out of this series because one of its runs (or the reference) blew up or stopped
@@ -261,6 +276,9 @@ struct convergence_plan {
       false;              ///< EM's weak error uses the martingale control (problem has weak_value)
   bool control = false;   ///< the full pass computes the control Y (some weak series couples to it)
   bool iterated = false;  ///< the grid carries iterated integrals
+  /// Weak series from the coupled differences f(X_dt) − f(X_dt/2) of successive levels (no
+  /// control; the kernel stores f(X_dt) itself).
+  bool differences = false;
   bool extended_iterated = false;  ///< the extended pass's grid carries them (a scheme there asks)
   int threads = 1;
   std::uint64_t seed = 0;
@@ -452,7 +470,9 @@ class convergence_kernel {
     constexpr double nan = std::numeric_limits<double>::quiet_NaN();
     long long ignored = 0;
     double control = nan;
-    if (m_plan.exact) {
+    if (m_plan.differences) {
+      control = 0.0;  // the series take differences of f(X_dt) between levels
+    } else if (m_plan.exact) {
       control = m_cp.weak.f(m_cp.exact(m_cp.prob.v0, grid.value(m_plan.n_fine), m_plan.span));
     } else {
       matrix v_control;

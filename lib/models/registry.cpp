@@ -327,6 +327,22 @@ model_registry make_builtin_registry() {
                 return shaped_activation_network(activation_named(p.choice("activation")),
                                                  p.real("a"), r.m, r.n);
               }));
+  // The same SDE for any activation, given by the two derivatives its drift depends on: the SDE
+  // of a user's activation without a line of C++ (networks from the user: ncsde.validate's
+  // sampler).
+  reg.add(make_entry<shaped_activation_sde>(
+      {"shaped-activation",
+       "Shaped smooth-activation MLP for any sigma with sigma(0) = 0, sigma'(0) = 1, given by "
+       "sigma''(0), sigma'''(0) (ncsde/models/shaped_tanh.hpp); no network sampler",
+       {real_parameter("d2", 0.0, "sigma''(0), the second derivative of the activation at 0",
+                       "finite"),
+        real_parameter("d3", -2.0, "sigma'''(0), the third derivative of the activation at 0",
+                       "finite"),
+        real_parameter("a", 1.0, "a, activation shaping s = a*sqrt(n), > 0", "finite and > 0")}},
+      [](const parameter_values& p) {
+        return shaped_activation_sde(
+            shaped_activation_sde::params{p.real("d2"), p.real("d3"), p.real("a")});
+      }));
   return reg;
 }
 

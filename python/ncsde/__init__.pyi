@@ -146,7 +146,7 @@ def convergence_problems() -> list[dict[str, str]]:
     """The problems of convergence (name, description)."""
 
 def convergence(
-    problems: str | Sequence[str] | None = None,
+    problems: str | Sequence[str] | PythonSde | None = None,
     schemes: str | Sequence[str] | None = None,
     *,
     kind: Literal["both", "strong", "weak"] = "both",
@@ -157,10 +157,19 @@ def convergence(
     threads: int | None = None,
     strong_tolerance: float = 0.05,
     weak_tolerance: float = 0.1,
+    V0: npt.ArrayLike | None = None,
+    T: float = 1.0,
+    exact: Callable[[np.ndarray, np.ndarray, float], npt.ArrayLike] | None = None,
+    weak: Callable[[np.ndarray], float] | None = None,
+    noise: Literal["general", "commutative", "additive"] = "general",
+    weak_differences: bool = False,
+    name: str = "python-sde",
 ) -> list[dict[str, Any]]:
     """Measured strong/weak orders as `ncsde convergence`: one dict per series (problem, scheme,
-    kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, pre_asymptotic, paths, seed,
-    dts, errors, errors_stderr, cone_exits, failed_paths, error_measure, reference, functional, seconds)."""
+    kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, pre_asymptotic, unresolved,
+    paths, seed, dts, errors, errors_stderr, cone_exits, failed_paths, error_measure, reference,
+    functional, seconds). problems may be a PythonSde (with V0, T, and optionally exact and weak);
+    without closed forms the weak orders come from coupled differences of successive levels."""
 
 def sample_networks(
     model: CovarianceSde,

@@ -75,7 +75,8 @@ TEST_CASE("registry: the built-in models, in order, found by name") {
 
 TEST_CASE("registry: an unknown name is refused, naming the registered models") {
   CHECK(support::message_of([] { (void)models::registry().at("foo", "ncsde"); }) ==
-        "ncsde: model must be one of mlp, resnet, attention, transformer, shaped-tanh (got foo)");
+        "ncsde: model must be one of mlp, resnet, attention, transformer, shaped-tanh, "
+        "shaped-activation (got foo)");
 }
 
 TEST_CASE("registry: parameter errors name the parameter") {

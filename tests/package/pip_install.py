@@ -39,6 +39,10 @@ def main():
         shutil.copy(os.path.join(source, f), src)
     shutil.copytree(os.path.join(source, "python", "ncsde"), os.path.join(src, "python", "ncsde"),
                     ignore=shutil.ignore_patterns("__pycache__"))
+    # validate's plot script, which the package carries as ncsde/_validate_plot.py.
+    os.makedirs(os.path.join(src, "validation", "plots"))
+    shutil.copy(os.path.join(source, "validation", "plots", "validate_plot.py"),
+                os.path.join(src, "validation", "plots"))
     env_dir = os.path.join(work, "env")
     run(sys.executable, "-m", "venv", "--system-site-packages", env_dir)
     python = os.path.join(env_dir, "bin", "python")
@@ -56,6 +60,8 @@ def main():
         "sde = ncsde.models.covariance_sde('mlp')\n"
         "r = ncsde.simulate(sde, np.array([[1.0, 0.3], [0.3, 1.0]]), 0.1, dt=0.01, paths=16, seed=3)\n"
         "assert r.completed == 16 and np.all(np.isfinite(r.terminal))\n"
+        "import os\n"
+        "assert os.path.isfile(os.path.join(os.path.dirname(ncsde.__file__), '_validate_plot.py'))\n"
         "print('imported', ncsde.__file__)\n")
     print(run(python, "-c", check, env=environment, cwd=outside), end="")
     shown = run(python, "-m", "pip", "show", "ncsde", env=environment)

@@ -7,6 +7,7 @@ reproduces exactly in the mean."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 
@@ -22,7 +23,7 @@ def library() -> str:
     if not path:
         pytest.skip("NCSDE_TEST_MODELS_LIBRARY (the tests' models library) not set")
     if "wishart-test" not in ncsde.models.names():
-        assert ncsde.models.load_library(path) == ["wishart-test"]
+        assert ncsde.models.load_library(path) == ["wishart-test", "wishart-noise-map-test"]
     return path
 
 
@@ -103,3 +104,43 @@ def test_refusals_name_the_path(tmp_path):
     if libm is not None:
         with pytest.raises(ValueError, match="defines no models"):
             ncsde.models.load_library(libm)
+
+
+def test_validate_and_its_plots_run_on_a_models_library_model(library, ncsde_program, tmp_path):
+    # The library's own network sampler ("walk": V = X Xᵀ for a matrix Brownian motion X, the
+    # Wishart process's law at every width) through `ncsde validate --plots`, and the same run
+    # from Python: the right SDE is not rejected, every figure is drawn in every format.
+    flags = ["--model", "wishart-test", "--degrees-of-freedom", "3", "--V0", "1,0.3;0.3,0.8",
+             "--n", "8,16,32", "--networks", "400", "--paths", "400", "--threads", "2"]
+    plots = tmp_path / "cli"
+    done = subprocess.run([ncsde_program, "validate", *flags, "--plots", str(plots), "--check",
+                           "--models-library", library],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert "walk sampler" in done.stdout
+    figures = ("rho_density", "ks_vs_n", "sample_paths", "stopped_fraction", "smooth_gaps")
+    for figure in figures:
+        for suffix in ("png", "pdf", "svg"):
+            assert (plots / f"{figure}.{suffix}").stat().st_size > 0
+    report = ncsde.validate("wishart-test", [[1.0, 0.3], [0.3, 0.8]], degrees_of_freedom=3.0,
+                            widths=(8, 16, 32), networks=400, paths=400, threads=2,
+                            plots=tmp_path / "python")
+    assert report["right_accepted"]
+    for figure in figures:
+        assert (tmp_path / "python" / f"{figure}.png").stat().st_size > 0
+
+
+def test_coefficients_of_a_model_without_its_dense_covariance(library, ncsde_program):
+    # The drift, and what is missing, instead of an error.
+    done = subprocess.run([ncsde_program, "--models-library", library, "coefficients", "--model",
+                           "wishart-noise-map-test", "--degrees-of-freedom", "3", "--V",
+                           "1,0.3;0.3,2", "--format", "json"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["drift"] == [[3.0, 0.0], [0.0, 3.0]] and out["diffusion"] is None
+    assert "dense Sigma" in out["diffusion_missing"]
+    done = subprocess.run([ncsde_program, "--models-library", library, "coefficients", "--model",
+                           "wishart-noise-map-test", "--V", "1,0.3;0.3,2", "--format", "table"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and "diffusion: the model gives its noise map" in done.stdout

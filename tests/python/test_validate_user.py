@@ -121,3 +121,18 @@ def test_bad_user_parts_are_refused_naming_them():
     with pytest.raises(TypeError, match="an SDE must be"):
         ncsde.validate(sde, V0, widths=(8,), networks=10, paths=10, variants=[("x", 3.0)],
                        sampler=lambda n, d, count, seed: np.broadcast_to(V0, (count, d + 1, 3, 3)))
+
+
+def test_the_registrys_general_activation_is_the_user_model():
+    # shaped-activation with σ''(0) = 1, σ'''(0) = −2 is the SDE of the user model (σ = tanh +
+    # ½tanh²): the same drift, and the shaped-tanh (Wishart) noise.
+    ex = _example()
+    general = ncsde.models.covariance_sde("shaped-activation", d2=1.0, d3=-2.0)
+    for v in (V0, np.array([[2.0, -0.4, 0.1], [-0.4, 0.5, 0.2], [0.1, 0.2, 1.3]])):
+        np.testing.assert_allclose(general.drift(v), ex.drift(v[None], 0.0)[0], rtol=0,
+                                   atol=1e-14)
+        np.testing.assert_array_equal(general.diffusion_covariance(v),
+                                      ncsde.models.covariance_sde("shaped-tanh")
+                                      .diffusion_covariance(v))
+    with pytest.raises(ValueError, match="a"):
+        ncsde.models.covariance_sde("shaped-activation", a=0.0)

@@ -61,6 +61,7 @@ struct convergence_args {
   int first_level = -1;
   double strong_tolerance = 0.05;
   double weak_tolerance = 0.1;
+  bool weak_differences = false;
   bool check = false;
   bool list = false;
   bool list_schemes = false;
@@ -187,6 +188,7 @@ int run_convergence_command(const convergence_args& a) {
   opt.first_level = a.first_level;
   opt.strong_tolerance = a.strong_tolerance;
   opt.weak_tolerance = a.weak_tolerance;
+  opt.weak_differences = a.weak_differences;
   if (a.scheme != "all") opt.schemes = {a.scheme};
   opt.strong = a.kind != "weak";
   opt.weak = a.kind != "strong";
@@ -297,6 +299,9 @@ command convergence_command() {
     sub.add_option("--weak-tolerance", a->weak_tolerance, "Pass band of weak orders")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
+    sub.add_flag("--weak-differences", a->weak_differences,
+                 "Weak orders from the differences E f(X_dt) - E f(X_dt/2) of successive levels "
+                 "on the same paths (no closed form needed; the default of problems without one)");
     sub.add_flag("--check", a->check, "Exit with status 1 when an order is outside its tolerance");
     sub.add_flag("--list", a->list, "List the problems and exit");
     sub.add_flag("--list-schemes", a->list_schemes,

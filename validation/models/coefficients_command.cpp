@@ -10,7 +10,9 @@
 /// packed Σ with its (a,b) labels (1-indexed). A V at which some coefficient is not finite (an
 /// overflow: Σ is quadratic in V) is refused with exit code 2, naming --V and the entry, or naming
 /// the model's parameters when the coefficients overflow at V = I as well (--tau0 1e-300). A V
-/// whose output would not fit in memory (m⁴ numbers) is refused before it is computed.
+/// whose output would not fit in memory (m⁴ numbers) is refused before it is computed. A model
+/// without the dense Σ (a models-library SDE that gives only its noise map) prints its drift, with
+/// "diffusion": null and "diffusion_missing" saying what is missing (exit 0).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,7 +49,13 @@ double full_entry(const matrix& sigma, int a, int b, int c, int d, int m) {
   return sigma(i, j);
 }
 
-std::string coefficients_json(const std::string& model, const matrix& drift, const matrix& sigma) {
+/// What the output says of a model without the dense Σ.
+constexpr std::string_view no_sigma =
+    "the model gives its noise map G(V)xi but not the dense Sigma(V) (covariance(), "
+    "ncsde::CovarianceSde): the diffusion is not printed";
+
+std::string coefficients_json(const std::string& model, const matrix& drift,
+                              const std::optional<matrix>& sigma_or_none) {
   const int m = static_cast<int>(drift.rows());
   std::string out = fmt::format("{{\n  \"model\": \"{}\",\n  \"m\": {},\n  \"drift\": [", model, m);
   for (int a = 0; a < m; ++a) {
@@ -54,6 +63,10 @@ std::string coefficients_json(const std::string& model, const matrix& drift, con
     for (int b = 0; b < m; ++b) out += (b == 0 ? "" : ", ") + json_number(drift(a, b));
     out += "]";
   }
+  if (!sigma_or_none)
+    return out + fmt::format("],\n  \"diffusion\": null,\n  \"diffusion_missing\": \"{}\"\n}}\n",
+                             no_sigma);
+  const matrix& sigma = *sigma_or_none;
   out += "],\n  \"diffusion\": [";
   bool first = true;
   for (int a = 0; a < m; ++a)
@@ -67,13 +80,16 @@ std::string coefficients_json(const std::string& model, const matrix& drift, con
   return out;
 }
 
-std::string coefficients_table(const std::string& model, const matrix& drift, const matrix& sigma) {
+std::string coefficients_table(const std::string& model, const matrix& drift,
+                               const std::optional<matrix>& sigma_or_none) {
   const int m = static_cast<int>(drift.rows());
   std::string out = fmt::format("model {}, m = {}\n\ndrift b(V):\n", model, m);
   for (int a = 0; a < m; ++a) {
     for (int b = 0; b < m; ++b) out += fmt::format("{:>24.17g}", drift(a, b));
     out += '\n';
   }
+  if (!sigma_or_none) return out + fmt::format("\ndiffusion: {}\n", no_sigma);
+  const matrix& sigma = *sigma_or_none;
   out += "\ndiffusion Sigma^{ab,cd} = Cov(dV^ab, dV^cd)/dt over packed pairs a <= b:\n";
   out += fmt::format("{:>8}", "");
   for (int c = 0; c < m; ++c)
@@ -143,9 +159,20 @@ int run_coefficients_command(const coefficients_args& a) {
   const std::optional<matrix> v = read_state(a.v, "--V", true);
   if (!v) return exit_usage;
   if (!sde->has_covariance()) {
-    std::fprintf(stderr, "ncsde: error: coefficients: model %s has no dense covariance Sigma\n",
-                 a.model.model.c_str());
-    return exit_usage;
+    // The drift alone, and what is missing: the engine needs only the noise map G(V)ξ, which a
+    // model may give without the dense Σ (ncsde::CovarianceSde's covariance()).
+    matrix drift;
+    sde->drift(*v, drift, 0.0);
+    if (!drift.allFinite()) {
+      std::fprintf(stderr,
+                   "ncsde: error: coefficients: the drift of model %s is not finite at "
+                   "V = '%s'\n",
+                   a.model.model.c_str(), a.v.c_str());
+      return exit_usage;
+    }
+    std::cout << (a.format == "json" ? coefficients_json(a.model.model, drift, std::nullopt)
+                                     : coefficients_table(a.model.model, drift, std::nullopt));
+    return exit_ok;
   }
   // Memory (limits.hpp): the packed K×K covariance, the model's own m×m work, and the output
   // text (about 26 bytes a number: the m⁴ entries of the JSON tensor, or the K² of the table).
