@@ -144,3 +144,26 @@ def test_coefficients_of_a_model_without_its_dense_covariance(library, ncsde_pro
                            "wishart-noise-map-test", "--V", "1,0.3;0.3,2", "--format", "table"],
                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and "diffusion: the model gives its noise map" in done.stdout
+
+
+def test_merge_of_library_shards_names_the_library_it_needs(library, ncsde_program, tmp_path):
+    # Shards of a models-library model record the library (by its checksum); a merge that has not
+    # loaded it names it and the flag, and with it merges.
+    flags = ["validate", "--model", "wishart-test", "--degrees-of-freedom", "3", "--V0",
+             "1,0.3;0.3,0.8", "--n", "8,16", "--networks", "60", "--paths", "60",
+             "--models-library", library]
+    shards = []
+    for k, cut in enumerate(("0:30", "30:60")):
+        shards.append(str(tmp_path / f"part{k}"))
+        done = subprocess.run([ncsde_program, *flags, "--paths-range", cut, "--partial",
+                               shards[-1]], capture_output=True, text=True, timeout=600,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+    done = subprocess.run([ncsde_program, "merge", *shards], capture_output=True, text=True,
+                          timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "models library" in done.stderr and "--models-library" in done.stderr
+    done = subprocess.run([ncsde_program, "merge", *shards, "--models-library", library],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert "wishart-test" in done.stdout

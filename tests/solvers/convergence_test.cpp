@@ -669,3 +669,23 @@ TEST_CASE("a series whose errors are noise is labelled unresolved, not failed") 
   CHECK(ncsde::convergence_table({s}).find("unresolved") != std::string::npos);
   CHECK(ncsde::convergence_json({s}).find("\"unresolved\": true") != std::string::npos);
 }
+
+TEST_CASE("weak orders of a non-linear SDE, the precise study (ctest convergence_weak_nonlinear)" *
+          doctest::skip()) {
+  // The unit test above at 7.5 times the paths and two finer levels (dt = 1/16 … 1/1024): EM's
+  // order within the weak pass band ±0.05 of the strong studies, with a standard error below
+  // 0.02. Measured: 1.040 ± 0.012 (and 1.038 ± 0.013 at 5·10⁵ paths), the next term of the weak
+  // error (O(dt²)) still showing at that precision. Skipped in the unit suite (155 s on 2 cores);
+  // the validation label runs it with --no-skip.
+  auto cp = cubic_problem();
+  cp.levels = 7;
+  convergence_options o = quick(300000);
+  o.strong = false;
+  o.schemes = {"em"};
+  const auto rows = ncsde::run_convergence(cp, o);
+  REQUIRE(rows.size() == 1);
+  const convergence_series& em = rows.front();
+  MESSAGE("EM weak order " << em.fit.slope << " ± " << em.fit.slope_stderr);
+  CHECK(em.fit.slope_stderr < 0.02);
+  CHECK(std::abs(em.fit.slope - 1.0) <= 0.05);
+}

@@ -155,6 +155,24 @@ void require_one_run(const merge_args& a, const std::vector<partial_file>& files
   }
 }
 
+/// Refuses shards that ran with a models library this merge has not loaded (the same file, by its
+/// checksum), naming the library and the flag: their models are not in the registry without it.
+void require_their_libraries(const partial_file& shard) {
+  auto libraries = [](const run_identity& id) {
+    std::vector<std::string> out;
+    for (const auto& [field, value] : id.fields)
+      if (field.rfind("--models-library ", 0) == 0) out.push_back(value);
+    return out;
+  };
+  const std::vector<std::string> loaded = libraries(current_run_identity());
+  for (const std::string& needed : libraries(shard.identity))
+    if (std::find(loaded.begin(), loaded.end(), needed) == loaded.end())
+      throw invalid_argument(fmt::format(
+          "the shards ran with the models library {}, which this merge has not loaded: give "
+          "ncsde merge --models-library PATH (the same file)",
+          needed));
+}
+
 int run_merge_command(const merge_args& a) {
   refuse_out_onto_a_shard(a);
   const std::vector<partial_file> files = read_shards(a);
@@ -167,6 +185,7 @@ int run_merge_command(const merge_args& a) {
                       a.files[i], command));
   }
   require_one_run(a, files);
+  require_their_libraries(files.front());
   if (!a.plots.empty() && files.front().command != "validate")
     throw_invalid_argument("ncsde merge", "--plots", a.plots,
                            "given only for shards of ncsde validate");
