@@ -109,6 +109,26 @@ class ValidateCli(CliTestCase):
             self.assertTrue((out / f"{figure}.png").exists(),
                             f"validate --plots on shaped-tanh did not draw {figure}")
 
+    def test_plots_of_every_registry_model_with_networks(self):
+        # Every model of the registry with a network sampler (read from `ncsde models`), small:
+        # the report and every figure in every format.
+        if not plotting_available():
+            self.skipTest("/usr/bin/python3 cannot import matplotlib")
+        listed = self.run_json("models", "--format", "json")
+        models = [m["name"] for m in listed if m["samplers"]]
+        self.assertGreaterEqual(len(models), 5)
+        for model in models:
+            with self.subTest(model=model):
+                out = self.scratch_dir()
+                self.run_ok("validate", "--model", model, "--n", "8,16", "--networks", "100",
+                            "--paths", "100", "--dt", "0.0078125", "--plots", out)
+                self.assertEqual(json.loads((out / "validation.json").read_text())["model"],
+                                 model)
+                for figure in PLOTS:
+                    for suffix in ("png", "pdf", "svg"):
+                        self.assertGreater((out / f"{figure}.{suffix}").stat().st_size, 0,
+                                           f"{model}: {figure}.{suffix}")
+
     def test_bad_input(self):
         # Exit 2, and the rule, the value and the flag named as the other commands name them.
         cases = [
