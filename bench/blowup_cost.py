@@ -4,7 +4,7 @@
     bench/blowup_cost.py NCSDE [--paths N] [--threads N] [--out bench/blowup_cost.json]
 
 For P(tau <= T) of the strong-attention covariance SDE (attention, gamma2 = 1, tau0 = 1/2, m = 3,
-V0 = V3, T = 2, threshold 1e6: where fixed steps visibly fail, README "Explosions"), one run per
+V0 = V3, T = 2, threshold 1e6: where fixed steps visibly fail, docs/validation.md, "Explosions"), one run per
 setting with the same seed and paths:
   * the reference p_ref: the mean of the two finest adaptive runs (increment controller,
     tolerance 0.0125, schemes em and predictor-corrector);

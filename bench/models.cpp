@@ -111,7 +111,7 @@ enum class noise { structured, dense };
 bool per_column(const scheme_descriptor& d) { return d.request.iterated != iterated_terms::none; }
 
 /// Largest m run for a scheme and noise: where one step would take ≳ 1 s the size is skipped (the
-/// README gives the extrapolation from the fitted exponent). Dense EM factors a K×K Σ per step,
+/// bench/README.md gives the extrapolation from the fitted exponent). Dense EM factors a K×K Σ per step,
 /// K = m(m+1)/2 (m = 64: K = 2080); Milstein evaluates the noise map at k supports per step and
 /// draws k×k iterated integrals (k = 2m² with attention: 8192 at m = 64, a 512 MB matrix).
 int size_cap(const scheme_descriptor& s, noise n) {

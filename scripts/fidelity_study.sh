@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fidelity study of the README: `ncsde validate` for every architecture (and the strong-attention
+# The fidelity study of docs/validation.md: `ncsde validate` for every architecture (and the strong-attention
 # settings), SAMPLES networks per width and SDE paths, n = 32, 64, 128, 256, seed 1; one JSON report
 # per configuration in OUT, then the table (validation/plots/fidelity_table.py) on stdout and in
 # OUT/fidelity.md.
@@ -8,7 +8,7 @@
 #   NCSDE_LAUNCH="mpirun -np 4" scripts/fidelity_study.sh out/fidelity 1000000
 #
 # NCSDE_LAUNCH prefixes every run (an MPI launcher: the reports are byte-identical for any rank
-# count, README "MPI"); NCSDE (default build/ncsde) is the program. Measured on 2 cores at 10⁵:
+# count, docs/distributed.md); NCSDE (default build/ncsde) is the program. Measured on 2 cores at 10⁵:
 # 99–506 s per configuration, 30 minutes in all (a build sharing the machine).
 set -euo pipefail
 

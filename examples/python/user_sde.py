@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python python3 examples/python/user_sde.py
 
-The README's matrix SDE on the PSD cone,
+The matrix SDE of the README's C++ example on the PSD cone,
 
     dV = −θ (V − I) dt + σ L (Ξ + Ξᵀ)/√2 Lᵀ,   L Lᵀ = V,   Ξ m×m with iid N(0, dt) entries (k = m²),
 

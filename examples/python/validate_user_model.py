@@ -32,9 +32,19 @@ def drift(v, t):  # v: (W, m, m), a batch of states
     return 0.25 * (d[:, :, None] * d[:, None, :] + 2 * v**2) - v * (d[:, :, None] + d[:, None, :])
 
 
+def factor(v):
+    """L with L Lᵀ = V for each state: Cholesky (as ncsde's models), or on a batch with a singular
+    state (on the cone's boundary, where a projection puts a path) the clipped eigen-factor."""
+    try:
+        return np.linalg.cholesky(v)
+    except np.linalg.LinAlgError:
+        w, u = np.linalg.eigh(v)
+        return u * np.sqrt(np.clip(w, 0, None))[:, None, :]
+
+
 def noise_map(v, xi, t):  # xi: (W, m²), the Brownian increments
     m = v.shape[-1]
-    l = np.linalg.cholesky(v)
+    l = factor(v)
     g = xi.reshape(-1, m, m).transpose(0, 2, 1)  # G read column-major, as ncsde's models do
     lgl = l @ g @ l.transpose(0, 2, 1)
     return (lgl + lgl.transpose(0, 2, 1)) / np.sqrt(2.0)
@@ -63,7 +73,7 @@ def networks(v0):
         out[:, 0] = v
         s = np.sqrt(n)
         for layer in range(1, d + 1):
-            h = np.linalg.cholesky(v) @ rng.standard_normal((count, m, n))
+            h = factor(v) @ rng.standard_normal((count, m, n))
             x = s * sigma(h / s)
             v = x @ x.transpose(0, 2, 1) / n
             out[:, layer] = v

@@ -1,5 +1,5 @@
 // shaped_tanh_example: a user's own neural covariance SDE (shaped_tanh.hpp) held against its
-// literal finite network with the ncsde solver layer. Prints the tables of the README and exits
+// literal finite network with the ncsde solver layer. Prints its tables and exits
 // non-zero when a check fails:
 //  0. parameter validation (messages), and the noise map reproduces the dense covariance Σ_lin
 //     (noise_covariance vs covariance());

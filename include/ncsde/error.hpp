@@ -1,5 +1,5 @@
 #pragma once
-/// Errors in three tiers (see README, "Errors"):
+/// Errors in three tiers (see docs/solver.md, "Errors"):
 ///  1. bad user input: ncsde::invalid_argument, naming the parameter, the value and the rule;
 ///  2. our own bugs in hot paths: NCSDE_ASSERT, overridable (tests make it throw ncsde::assertion_error);
 ///  3. numerical events during a run (a step leaving the positive-definite cone, a blow-up): a status

@@ -1,4 +1,5 @@
-// The README's example, compiled and run: if the README's code stops working, this fails.
+// The solver layer's example (docs/solver.md), compiled and run; the README's own program is the
+// ctest docs_readme_cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -27,7 +28,7 @@ static_assert(ncsde::Sde<my_sde>);
 
 }  // namespace
 
-TEST_CASE("README example: ensemble of a matrix mean-reverting SDE") {
+TEST_CASE("the solver example: ensemble of a matrix mean-reverting SDE") {
   ncsde::matrix v0(2, 2);
   v0 << 2.0, 0.5, 0.5, 1.0;
   ncsde::problem<my_sde> prob{my_sde{}, v0, /*T=*/1.0};

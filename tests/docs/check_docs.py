@@ -1,0 +1,123 @@
+"""The docs check: README.md and docs/*.md as a newcomer meets them.
+
+    python3 tests/docs/check_docs.py links ROOT     every relative link resolves (file, and heading
+                                                    anchor when given) in README.md and docs/*.md
+    python3 tests/docs/check_docs.py python ROOT    every ```python block of README.md runs (with
+                                                    the built module on PYTHONPATH)
+    python3 tests/docs/check_docs.py shell ROOT     every ```sh block of README.md and docs/*.md
+                                                    parses (bash -n)
+
+The README's ```cpp block is compiled and run by CMake (tests/docs/CMakeLists.txt). Exit 1 with
+each failure named (file, line), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def documents(root: Path) -> list[Path]:
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def blocks(path: Path, language: str) -> list[tuple[int, str]]:
+    """(first line number, text) of every fenced block of `language`."""
+    out, current, start = [], None, 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+        if current is None and line.startswith("```"):
+            if line[3:].strip() == language:
+                current, start = [], number + 1
+            else:
+                current, start = False, number + 1  # another language: skip to its end
+        elif current is not None and line.startswith("```"):
+            if current is not False:
+                out.append((start, "\n".join(current)))
+            current = None
+        elif current:
+            current.append(line)
+        elif current == []:
+            current.append(line)
+    return out
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def check_links(root: Path) -> list[str]:
+    failures = []
+    for doc in documents(root):
+        text = doc.read_text(encoding="utf-8")
+        in_code = False
+        for number, line in enumerate(text.split("\n"), 1):
+            if line.startswith("```"):
+                in_code = not in_code
+            if in_code:
+                continue
+            for target in re.findall(r"\]\(([^)\s]+)\)", line):
+                if re.match(r"^(https?:|mailto:)", target):
+                    continue
+                path, _, fragment = target.partition("#")
+                resolved = (doc.parent / path).resolve() if path else doc
+                if not resolved.exists():
+                    failures.append(f"{doc.relative_to(root)}:{number}: {target} does not exist")
+                    continue
+                if fragment and resolved.suffix == ".md":
+                    headings = [anchor(h.lstrip("#")) for h in
+                                resolved.read_text(encoding="utf-8").split("\n")
+                                if re.match(r"^#{1,6} ", h)]
+                    if fragment not in headings:
+                        failures.append(f"{doc.relative_to(root)}:{number}: {target}: no "
+                                        f"heading #{fragment} in {resolved.name}")
+    return failures
+
+
+def check_python(root: Path) -> list[str]:
+    failures = []
+    readme = root / "README.md"
+    for start, code in blocks(readme, "python"):
+        with tempfile.TemporaryDirectory() as work:
+            done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
+                                  text=True, timeout=900, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            failures.append(f"README.md:{start}: the python block failed "
+                            f"(exit {done.returncode}):\n{done.stderr[-2000:]}")
+        else:
+            print(done.stdout[-1500:])
+    return failures
+
+
+def check_shell(root: Path) -> list[str]:
+    failures = []
+    for doc in documents(root):
+        for start, code in blocks(doc, "sh"):
+            done = subprocess.run(["bash", "-n"], input=code, capture_output=True, text=True)
+            if done.returncode != 0:
+                failures.append(f"{doc.relative_to(root)}:{start}: {done.stderr.strip()}")
+    return failures
+
+
+def main() -> int:
+    if len(sys.argv) != 3 or sys.argv[1] not in ("links", "python", "shell"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = Path(sys.argv[2]).resolve()
+    failures = {"links": check_links, "python": check_python, "shell": check_shell}[sys.argv[1]](
+        root)
+    for f in failures:
+        print(f, file=sys.stderr)
+    print(f"docs check {sys.argv[1]}: {len(failures)} failure(s) in "
+          f"{len(documents(root))} documents")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
