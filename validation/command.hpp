@@ -13,6 +13,8 @@
 #include <system_error>
 #include <vector>
 
+#include "limits.hpp"
+
 namespace ncsde::cli {
 
 /// Exit codes shared by all subcommands.
@@ -102,6 +104,27 @@ inline const CLI::Validator non_negative_integer(
       return {};
     },
     "NONNEGATIVE", "non-negative integer");
+
+/// The flags every command spells alike. --format with its choices (table, json unless given).
+inline CLI::Option* add_format_flag(CLI::App& sub, std::string& format, const std::string& help,
+                                    std::vector<std::string> choices = {"table", "json"}) {
+  return sub.add_option("--format", format, help)
+      ->check(CLI::IsMember(std::move(choices)))
+      ->capture_default_str();
+}
+/// --seed of the random streams: a decimal integer in [0, 2^64 − 1].
+inline CLI::Option* add_seed_flag(CLI::App& sub, std::uint64_t& seed, const std::string& help) {
+  return sub.add_option("--seed", seed, help)
+      ->transform(non_negative_integer)
+      ->capture_default_str();
+}
+/// --threads: worker threads in [0, max_threads], 0 for all cores.
+inline CLI::Option* add_threads_flag(CLI::App& sub, int& threads) {
+  return sub.add_option("--threads", threads, "Worker threads (0: all cores)")
+      ->transform(decimal_integer)
+      ->check(CLI::Range(0, max_threads))
+      ->capture_default_str();
+}
 
 /// One `ncsde <name>` subcommand. setup() adds the options to the CLI11 subcommand `sub` and
 /// returns the action to run once the command line has been parsed (it returns the exit code).

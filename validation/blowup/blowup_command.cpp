@@ -311,9 +311,7 @@ command blowup_command() {
     sub.add_option("--grid", a->grid, "Points t = T*i/grid of the curve P(tau <= t)")
         ->transform(decimal_integer)
         ->capture_default_str();
-    sub.add_option("--format", a->format, "Report format")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
+    add_format_flag(sub, a->format, "Report format");
     sub.add_option("--plots", a->plots, "Write blowup.csv and blowup.png into this directory");
     return [a]() { return run_blowup_command(*a); };
   };

@@ -272,13 +272,8 @@ command convergence_command() {
                    "Monte Carlo paths per problem (default: each problem's own)")
         ->transform(decimal_integer)
         ->check(CLI::Range(2LL, max_paths));
-    sub.add_option("--seed", a->seed, "Seed of the (seed, path) random streams")
-        ->transform(non_negative_integer)
-        ->capture_default_str();
-    sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
-        ->transform(decimal_integer)
-        ->check(CLI::Range(0, max_threads))
-        ->capture_default_str();
+    add_seed_flag(sub, a->seed, "Seed of the (seed, path) random streams");
+    add_threads_flag(sub, a->threads);
     CLI::Option* levels = sub.add_option(
         "--levels", a->levels,
         "Number of step sizes dt = T/2^l (default: each problem's own), or of tolerances "
@@ -288,9 +283,7 @@ command convergence_command() {
                    "Coarsest step dt = T/2^first-level (default: each problem's own)")
         ->transform(decimal_integer)
         ->check(CLI::Range(0, 20));
-    sub.add_option("--format", a->format, "Output format")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
+    add_format_flag(sub, a->format, "Output format");
     sub.add_option("--plots", a->plots,
                    "Write convergence.json and one PNG per problem into this directory");
     sub.add_option("--strong-tolerance", a->strong_tolerance, "Pass band of strong orders")

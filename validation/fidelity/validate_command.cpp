@@ -548,17 +548,10 @@ void add_validate_options(CLI::App& sub, validate_args* a) {
                  "beta of the extrapolation to n -> inf (a + c n^-beta, information): 'fitted' "
                  "(the fitted rate of the gaps) or a number in (0, 4]")
       ->capture_default_str();
-  sub.add_option("--seed", a->seed, "Seed of the random streams")
-      ->transform(non_negative_integer)
-      ->capture_default_str();
-  sub.add_option("--threads", a->threads, "Worker threads (0: all cores)")
-      ->transform(decimal_integer)
-      ->check(CLI::Range(0, max_threads))
-      ->capture_default_str();
+  add_seed_flag(sub, a->seed, "Seed of the random streams");
+  add_threads_flag(sub, a->threads);
   sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");
-  sub.add_option("--format", a->format, "Output")
-      ->check(CLI::IsMember({"table", "json"}))
-      ->capture_default_str();
+  add_format_flag(sub, a->format, "Output");
   sub.add_flag(
       "--check", a->check,
       "Exit 1 unless the right SDE is not rejected at the largest n and every wrong SDE is");

@@ -217,9 +217,7 @@ command coefficients_command() {
                    "The state V, symmetric positive semidefinite: rows separated by ';', entries "
                    "by ',' (e.g. \"1,0.5;0.5,1\")")
         ->required();
-    sub.add_option("--format", a->format, "Output format")
-        ->check(CLI::IsMember({"json", "table"}))
-        ->capture_default_str();
+    add_format_flag(sub, a->format, "Output format", {"json", "table"});
     return [a]() { return run_coefficients_command(*a); };
   };
   return c;

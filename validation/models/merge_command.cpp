@@ -256,9 +256,7 @@ command merge_command() {
         ->required()
         ->check(CLI::ExistingFile);
     sub.add_option("--out", a->out, "Write one CSV row per path of the whole run to this file");
-    sub.add_option("--format", a->format, "Summary format")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
+    add_format_flag(sub, a->format, "Summary format");
     sub.add_option("--plots", a->plots,
                    "Shards of validate: write the run's data, report and plots to this directory");
     return [a]() { return run_merge_command(*a); };

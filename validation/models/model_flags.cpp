@@ -268,13 +268,8 @@ void add_network_flags(CLI::App& sub, network_flags& flags, bool require_size) {
              "without weights (docs/maths.md §7), same law, O(m³ + m²·r·n) per layer")
           ->check(CLI::IsMember({"literal", "reduced"}))
           ->capture_default_str();
-  sub.add_option("--seed", flags.seed, "Seed of the (seed, network) random streams")
-      ->transform(non_negative_integer)
-      ->capture_default_str();
-  sub.add_option("--threads", flags.threads, "Worker threads (0: all cores)")
-      ->transform(decimal_integer)
-      ->check(CLI::Range(0, max_threads))
-      ->capture_default_str();
+  add_seed_flag(sub, flags.seed, "Seed of the (seed, network) random streams");
+  add_threads_flag(sub, flags.threads);
 }
 
 CLI::Option* add_integer_list(CLI::App& sub, const std::string& name, std::vector<int>& values,

@@ -74,9 +74,7 @@ command models_command() {
       "List the registered models (what --model accepts), their parameters and samplers";
   c.setup = [](CLI::App& sub) -> std::function<int()> {
     auto format = std::make_shared<std::string>("table");
-    sub.add_option("--format", *format, "Output format")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
+    add_format_flag(sub, *format, "Output format");
     return [format]() {
       std::cout << (*format == "json" ? models_json() : models_table());
       return exit_ok;

@@ -185,9 +185,7 @@ command simulate_command() {
     sub.add_option("--partial", a->partial,
                    "Write the shard's paths as a partial result to this file (with --paths-range); "
                    "ncsde merge joins the shards into the output of the whole run");
-    sub.add_option("--format", a->format, "Summary format")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
+    add_format_flag(sub, a->format, "Summary format");
     sub.add_option("--covariance", a->covariance,
                    "What the summaries keep of the entries' spread: full (their covariance, K^2 "
                    "numbers for K = m(m+1)/2 entries), diagonal (their variances) or automatic "

@@ -14,13 +14,8 @@ void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags) {
       ->transform(decimal_integer)
       ->check(CLI::Range(1LL, max_paths))
       ->capture_default_str();
-  sub.add_option("--seed", flags.seed, "Seed of the (seed, path) random streams")
-      ->transform(non_negative_integer)
-      ->capture_default_str();
-  sub.add_option("--threads", flags.threads, "Worker threads (0: all cores)")
-      ->transform(decimal_integer)
-      ->check(CLI::Range(0, max_threads))
-      ->capture_default_str();
+  add_seed_flag(sub, flags.seed, "Seed of the (seed, path) random streams");
+  add_threads_flag(sub, flags.threads);
   sub.add_option("--scheme", flags.scheme, "Scheme (see ncsde convergence --list-schemes)")
       ->check(CLI::IsMember(scheme_names()))
       ->capture_default_str();

@@ -347,9 +347,7 @@ command sample_network_command() {
     sub.add_option("--partial", a->partial,
                    "Write the shard's networks to this partial result file (ncsde merge joins "
                    "the shards)");
-    sub.add_option("--format", a->format, "Summary format")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
+    add_format_flag(sub, a->format, "Summary format");
     return [a]() { return run_sample_network_command(*a); };
   };
   return c;

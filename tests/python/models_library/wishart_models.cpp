@@ -12,6 +12,7 @@
 #include "ncsde/error.hpp"
 #include "ncsde/models/models_library.hpp"
 #include "ncsde/random.hpp"
+#include "support/model_wrappers.hpp"
 
 namespace {
 
@@ -58,16 +59,7 @@ class wishart_walk {
 
 /// The same SDE giving only its noise map, without the dense Σ (ncsde::CovarianceSde): what
 /// `ncsde coefficients` does with such a model.
-struct wishart_noise_map_only {
-  static constexpr ncsde::state_space space = ncsde::state_space::psd_cone;
-  ncsde::analytic::wishart sde;
-  int noise_dimension(int m) const { return sde.noise_dimension(m); }
-  void drift(const ncsde::matrix& v, ncsde::matrix& out, double t) const { sde.drift(v, out, t); }
-  void diffusion(const ncsde::matrix& v, const ncsde::vector& xi, ncsde::matrix& out,
-                 double t) const {
-    sde.diffusion(v, xi, out, t);
-  }
-};
+using wishart_noise_map_only = support::coefficients_only<ncsde::analytic::wishart>;
 
 }  // namespace
 
