@@ -226,10 +226,30 @@ void check_samples(const validate_setup& a, const validate_samples& samples) {
   }
 }
 
-}  // namespace
+/// What the stages of make_validate_report compute, in order.
+struct report_parts {
+  double critical = 0.0;  ///< the two-sample KS critical distance at α
+  std::vector<report_row> rows;
+  report_row sde_row;  ///< the SDE's ρ¹² quantiles
+  std::vector<double> mean_ks;
+  double floor_ks = 0.0;
+  std::string trend;
+  std::vector<std::string> smooth_stat;
+  std::vector<std::vector<double>> gaps, gap_se;  ///< [functional][width]
+  nlohmann::json smooth_json;
+  std::string rate;
+  std::vector<limit_row> limits;
+  double limit_beta = 0.5;
+  std::string limit_kind = "default";  ///< "given", "fitted" or "default" (no rate resolved)
+  std::string limit_source = "the O(n^−1/2) default: no rate resolved";
+  std::vector<std::string> verdicts;
+  bool right_accepted = false;
+  bool wrong_rejected = true;
+};
 
-validate_report make_validate_report(const validate_setup& a, const validate_samples& samples) {
-  check_samples(a, samples);
+/// The report's rows: every width's networks against the SDE on its grid, the noise floor, each
+/// wrong SDE against the widest networks; and the SDE's ρ¹² quantiles.
+void comparison_rows(const validate_setup& a, const validate_samples& samples, report_parts& p) {
   const int m = a.m;
   const std::vector<int>& widths = a.widths;
   const int n_max = widths.back();
@@ -238,7 +258,7 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
   const std::vector<sde_sample>& wrong_samples = samples.wrong;
   const std::vector<stopped_sample>& net_stopped = samples.nets_stopped;
   // Comparisons. The networks as stopped samples, once: every comparison and output reads them.
-  std::vector<report_row> rows;
+  std::vector<report_row>& rows = p.rows;
   const functional rho12 = correlation_functional(0, 1);
   for (std::size_t i = 0; i < widths.size(); ++i) {
     report_row r;
@@ -278,13 +298,18 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
     rows.push_back(std::move(r));
   }
   for (report_row& r : rows) r.adjusted_p = bonferroni(r.comparisons);
-  report_row sde_row;
+  report_row& sde_row = p.sde_row;
   sde_row.source = fmt::format("SDE, grid 1/{}", n_max);
   sde_row.rho12_quantiles = quantiles_of(reference.by_width.back().values(rho12, m));
+}
 
+/// The mean KS distance per width, the noise floor's, and the trend in n.
+void trend_in_n(const validate_setup& a, report_parts& p) {
+  const std::vector<int>& widths = a.widths;
+  std::vector<report_row>& rows = p.rows;
   // Trend in n: least-squares slope of log(mean KS distance over the statistics) on log n.
   std::vector<double> log_n, log_ks;
-  std::vector<double> mean_ks;
+  std::vector<double>& mean_ks = p.mean_ks;
   for (std::size_t i = 0; i < widths.size(); ++i) {
     double sum = 0.0;
     int count = 0;
@@ -297,7 +322,7 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
     log_n.push_back(std::log(widths[i]));
     log_ks.push_back(std::log(sum / count));
   }
-  double floor_ks = 0.0;
+  double& floor_ks = p.floor_ks;
   {
     int count = 0;
     for (const comparison& c : rows[widths.size()].comparisons)
@@ -307,7 +332,7 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
       }
     floor_ks /= count;
   }
-  std::string trend;
+  std::string& trend = p.trend;
   for (std::size_t i = 0; i < widths.size(); ++i)
     trend += fmt::format("{}mean KS {:.4f} at n = {}", i ? ", " : "", mean_ks[i], widths[i]);
   trend += fmt::format("; noise floor (two SDE runs) {:.4f}", floor_ks);
@@ -327,12 +352,20 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
         "floor means the finite-n error is below the Monte Carlo resolution)",
         f.slope, f.slope_stderr);
   }
+}
 
+/// The smooth-statistic gaps per width and their rate in n (fit_power), as text and JSON.
+void smooth_rate(const validate_setup& a, report_parts& p) {
+  const std::vector<int>& widths = a.widths;
+  std::vector<report_row>& rows = p.rows;
   // Smooth-statistic rate: the gaps E f(network) − E f(SDE) over the widths, fitted as C_f n^{−β}.
-  std::vector<std::string> smooth_stat;
+  std::vector<std::string>& smooth_stat = p.smooth_stat;
   for (const comparison& c : rows.front().comparisons)
     if (is_smooth(c)) smooth_stat.push_back(c.statistic);
-  std::vector<std::vector<double>> gaps(smooth_stat.size()), gap_se(smooth_stat.size());
+  std::vector<std::vector<double>>& gaps = p.gaps;
+  std::vector<std::vector<double>>& gap_se = p.gap_se;
+  gaps.assign(smooth_stat.size(), {});
+  gap_se.assign(smooth_stat.size(), {});
   for (std::size_t i = 0; i < widths.size(); ++i) {
     std::size_t f = 0;
     for (const comparison& c : rows[i].comparisons)
@@ -348,8 +381,8 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
       if (is_smooth(c)) z = std::max(z, std::abs(c.value - c.reference) / c.stderr_);
     return z;
   };
-  nlohmann::json smooth_json;
-  std::string rate;
+  nlohmann::json& smooth_json = p.smooth_json;
+  std::string& rate = p.rate;
   for (std::size_t i = 0; i < rows.size(); ++i)
     rate += fmt::format("{}{} {:.1f}", i ? ", " : "largest |z| per row: ", rows[i].source,
                         largest_z(rows[i]));
@@ -383,13 +416,25 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
   } else {
     rate += "Rate in n: needs at least three widths.";
   }
+}
 
+/// Each SDE's gaps extrapolated to n → ∞ (limit_gaps), with the β used and where it came from.
+void extrapolated_limits(const validate_setup& a, const validate_samples& samples,
+                         report_parts& p) {
+  const int m = a.m;
+  const std::vector<int>& widths = a.widths;
+  const std::vector<sde_sample>& wrong_samples = samples.wrong;
+  const std::vector<stopped_sample>& net_stopped = samples.nets_stopped;
+  const std::vector<std::string>& smooth_stat = p.smooth_stat;
+  const std::vector<std::vector<double>>& gaps = p.gaps;
+  const std::vector<std::vector<double>>& gap_se = p.gap_se;
+  const nlohmann::json& smooth_json = p.smooth_json;
   // The limit test: each SDE's gaps to the networks over the widths, extrapolated to n → ∞ as
   // a + c·n^{−β} (β = --limit-exponent); the right SDE is the limit when every a is 0.
-  std::vector<limit_row> limits;
-  double limit_beta = 0.5;
-  std::string limit_kind = "default";  // "given", "fitted" or "default" (no rate resolved)
-  std::string limit_source = "the O(n^−1/2) default: no rate resolved";
+  std::vector<limit_row>& limits = p.limits;
+  double& limit_beta = p.limit_beta;
+  std::string& limit_kind = p.limit_kind;
+  std::string& limit_source = p.limit_source;
   if (a.given_exponent) {
     limit_beta = *a.given_exponent;
     limit_kind = "given";
@@ -427,11 +472,19 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
     }
     for (limit_row& r : limits) r.adjusted_p = bonferroni(r.gaps);
   }
-  const std::string smooth =
-      smooth_table(rows, rate) + limit_table(limits, a.alpha, widths, limit_beta, limit_source);
+}
 
-  const double critical = ks_critical_distance(a.alpha, a.networks, a.paths);
-  std::vector<std::string> verdicts;
+/// The verdicts: the test at the widest n for the right and the wrong SDEs, the extrapolations,
+/// and the run's counts.
+void verdict_lines(const validate_setup& a, const validate_samples& samples, report_parts& p) {
+  const std::vector<int>& widths = a.widths;
+  const int n_max = widths.back();
+  const sde_sample& reference = samples.reference;
+  std::vector<report_row>& rows = p.rows;
+  const std::vector<limit_row>& limits = p.limits;
+  const double limit_beta = p.limit_beta;
+  const double critical = p.critical;
+  std::vector<std::string>& verdicts = p.verdicts;
   const report_row& at_max = rows[widths.size() - 1];
   double max_ks = 0.0;
   for (const comparison& c : at_max.comparisons)
@@ -439,13 +492,14 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
   // The verdict: the test at the widest n (networks there against the SDE; the wrong SDEs
   // against those networks). The extrapolation to n → ∞ is reported beside it, as information: it
   // rests on a model of the finite-width corrections (a + c·n^−β).
-  const bool right_accepted = at_max.adjusted_p >= a.alpha;
+  p.right_accepted = at_max.adjusted_p >= a.alpha;
+  const bool right_accepted = p.right_accepted;
   verdicts.push_back(fmt::format(
       "right SDE vs networks at n = {}: largest KS distance {:.4f} (critical {:.4f} at α = {}), "
       "Bonferroni p = {} → {}",
       n_max, max_ks, critical, a.alpha, format_p(at_max.adjusted_p),
       right_accepted ? "not rejected" : "REJECTED"));
-  bool wrong_rejected = true;
+  bool& wrong_rejected = p.wrong_rejected;
   for (std::size_t i = 0; i < samples.wrong.size(); ++i) {
     const report_row& r = rows[widths.size() + 1 + i];
     const bool rejected = r.adjusted_p < a.alpha;
@@ -465,16 +519,24 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
       std::count(reference.unstopped.status.begin(), reference.unstopped.status.end(),
                  path_status::blown_up),
       a.t_end, reference.paths_with_violations, reference.seconds, samples.network_seconds));
+}
 
-  const std::string header = fmt::format(
-      "## ncsde validate: {} ({}), m = {}, "
-      "T = {}\n\nSDE: Euler–Maruyama, dt = {:g}, {} paths. Networks: {}, n_k = {}, {} per "
-      "width, d = T·n. Processes stopped at max_a V^aa > {} (the SDE on each network's grid k/n); "
-      "the unstopped tail counts SDE blow-up as ≥ K″.\n",
-      a.model, a.parameters, m, a.t_end, a.dt, a.paths, a.sampler, a.n_k, a.networks, a.stop_level);
-  const std::string md = markdown(a, rows, sde_row, header, critical, smooth, trend, verdicts);
-
+/// The report as JSON (the keys of `ncsde validate --format json`).
+nlohmann::json report_json(const validate_setup& a, const report_parts& p) {
+  const int m = a.m;
+  const std::vector<int>& widths = a.widths;
+  const std::vector<report_row>& rows = p.rows;
+  const report_row& sde_row = p.sde_row;
+  const std::vector<double>& mean_ks = p.mean_ks;
+  const double floor_ks = p.floor_ks;
+  const nlohmann::json& smooth_json = p.smooth_json;
+  const double limit_beta = p.limit_beta;
+  const std::string& limit_kind = p.limit_kind;
+  const std::vector<limit_row>& limits = p.limits;
+  const bool right_accepted = p.right_accepted;
+  const bool wrong_rejected = p.wrong_rejected;
   nlohmann::json j;
+  const double critical = p.critical;
   j["model"] = a.model;
   j["params"] = nlohmann::json::parse(a.parameters_json);
   j["m"] = m;
@@ -529,14 +591,37 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
     j["rows"].push_back(row);
   }
 
+  return j;
+}
+
+}  // namespace
+
+validate_report make_validate_report(const validate_setup& a, const validate_samples& samples) {
+  check_samples(a, samples);
+  report_parts p;
+  p.critical = ks_critical_distance(a.alpha, a.networks, a.paths);
+  comparison_rows(a, samples, p);
+  trend_in_n(a, p);
+  smooth_rate(a, p);
+  extrapolated_limits(a, samples, p);
+  const std::string smooth = smooth_table(p.rows, p.rate) +
+                             limit_table(p.limits, a.alpha, a.widths, p.limit_beta, p.limit_source);
+  verdict_lines(a, samples, p);
+  const std::string header = fmt::format(
+      "## ncsde validate: {} ({}), m = {}, "
+      "T = {}\n\nSDE: Euler–Maruyama, dt = {:g}, {} paths. Networks: {}, n_k = {}, {} per "
+      "width, d = T·n. Processes stopped at max_a V^aa > {} (the SDE on each network's grid k/n); "
+      "the unstopped tail counts SDE blow-up as ≥ K″.\n",
+      a.model, a.parameters, a.m, a.t_end, a.dt, a.paths, a.sampler, a.n_k, a.networks,
+      a.stop_level);
   validate_report out;
-  out.markdown = md;
-  out.json = j.dump(2);
-  out.right_accepted = right_accepted;
-  out.wrong_rejected = wrong_rejected;
+  out.markdown = markdown(a, p.rows, p.sde_row, header, p.critical, smooth, p.trend, p.verdicts);
+  out.json = report_json(a, p).dump(2);
+  out.right_accepted = p.right_accepted;
+  out.wrong_rejected = p.wrong_rejected;
   // The same verdict on the gaps extrapolated to n → ∞ (limits: the right SDE first).
-  bool ok = !limits.empty() && limits.front().adjusted_p >= a.alpha;
-  for (std::size_t i = 1; i < limits.size(); ++i) ok = ok && limits[i].adjusted_p < a.alpha;
+  bool ok = !p.limits.empty() && p.limits.front().adjusted_p >= a.alpha;
+  for (std::size_t i = 1; i < p.limits.size(); ++i) ok = ok && p.limits[i].adjusted_p < a.alpha;
   out.limit_accepted = ok;
   return out;
 }
