@@ -147,23 +147,47 @@ nlohmann::json parameter_json(const model_flags& model) {
   return parameter_values_json(model);
 }
 
-int run_validate(const validate_args& a) {
-  const std::optional<models::model_instance> sde = make_model(a.model);
-  if (!sde) return exit_usage;
-  matrix v0 = reference_v3();
+/// Everything a run needs, checked and built before any output is touched or any sample drawn.
+struct validate_plan {
+  explicit validate_plan(models::model_instance model) : sde(std::move(model)) {}
+  models::model_instance sde;
+  matrix v0;
+  int m = 0;
+  std::vector<int> widths;
+  bool shard = false;               ///< --paths-range/--partial: a piece of the run
+  path_range range;                 ///< the samples of [0, max(networks, paths)) run here
+  path_range sde_range, net_range;  ///< range ∩ the paths, range ∩ the networks
+  std::optional<double> given_exponent;
+  std::vector<variant_sde> wrong;
+  std::string sampler;
+  std::vector<models::network_instance> samplers;  ///< one per width
+  sde_sample_options sopt;
+  static constexpr int path_points = 64;  ///< sample paths are saved at T·j/64
+};
+
+/// The run's flags checked and its SDEs, wrong SDEs and networks built (nullopt: a usage error
+/// already reported).
+std::optional<validate_plan> plan_validate(const validate_args& a) {
+  std::optional<models::model_instance> sde = make_model(a.model);
+  if (!sde) return std::nullopt;
+  validate_plan plan(std::move(*sde));
+  matrix& v0 = plan.v0;
+  v0 = reference_v3();
   if (!a.v0.empty()) {
     const std::optional<matrix> parsed = read_state(a.v0, "--V0", true);
-    if (!parsed) return exit_usage;
+    if (!parsed) return std::nullopt;
     v0 = *parsed;
   }
-  const int m = static_cast<int>(v0.rows());
+  plan.m = static_cast<int>(v0.rows());
+  const int m = plan.m;
   if (m < 2)
     throw_invalid_argument("validate", "V0", "a 1x1 matrix", "at least 2x2 (ρ needs two tokens)");
   check_initial_size(v0, models::sde_sample_options{}.blowup_threshold,
                      "the SDE runs' blow-up threshold");
   if (a.widths.empty())
     throw_invalid_argument("validate", "n", "an empty list", "a list of widths");
-  std::vector<int> widths = a.widths;
+  std::vector<int>& widths = plan.widths;
+  widths = a.widths;
   for (std::size_t i = 0; i < widths.size(); ++i) {
     if (widths[i] < 2) throw_invalid_argument("validate", "n", widths[i], ">= 2 (each width)");
     if (i > 0 && widths[i] <= widths[i - 1])
@@ -172,16 +196,18 @@ int run_validate(const validate_args& a) {
   }
   // A shard runs the samples [A, B) of [0, max(networks, paths)): networks [A, B) ∩ [0,
   // networks) of every width, paths [A, B) ∩ [0, paths) of every SDE run.
-  const bool shard = !a.partial.empty() || !a.paths_range.empty();
-  path_range range{0, std::max(a.networks, a.paths)};
+  plan.shard = !a.partial.empty() || !a.paths_range.empty();
+  const bool shard = plan.shard;
+  path_range& range = plan.range;
+  range = path_range{0, std::max(a.networks, a.paths)};
   if (shard) {
     if (!a.plots.empty())
       throw_invalid_argument("ncsde validate", "--plots", a.plots,
                              "not given with --partial (ncsde merge --plots draws the whole run)");
     range = check_shard_flags("validate", a.paths_range, a.partial, "", range.last);
   }
-  const path_range sde_range{std::min(range.first, a.paths), std::min(range.last, a.paths)};
-  const path_range net_range{std::min(range.first, a.networks), std::min(range.last, a.networks)};
+  plan.sde_range = path_range{std::min(range.first, a.paths), std::min(range.last, a.paths)};
+  plan.net_range = path_range{std::min(range.first, a.networks), std::min(range.last, a.networks)};
   if (a.check_limit && widths.size() < 2)
     throw_invalid_argument("validate", "check_limit", fmt::format("{} width", widths.size()),
                            "two widths or more (the extrapolation to n → ∞ needs them)");
@@ -195,7 +221,7 @@ int run_validate(const validate_args& a) {
     throw_invalid_argument("validate", "alpha", a.alpha, "in (0, 1)");
   // --limit-exponent: "fitted" (the rate fitted to the right SDE's gaps when it is resolved,
   // else 1/2) or a number in (0, 4].
-  std::optional<double> given_exponent;
+  std::optional<double>& given_exponent = plan.given_exponent;
   if (a.limit_exponent != "fitted") {
     double beta = std::numeric_limits<double>::quiet_NaN();
     const char* first = a.limit_exponent.data();
@@ -209,7 +235,7 @@ int run_validate(const validate_args& a) {
 
   // The wrong SDEs are variants of the four architectures' covariance_sde (variants.hpp); another
   // registered model has none, so its report has no power check.
-  const models::covariance_sde* shaped = sde->get<models::covariance_sde>();
+  const models::covariance_sde* shaped = plan.sde.get<models::covariance_sde>();
   std::vector<sde_variant> variants;
   if (a.variants == "auto") {
     if (shaped != nullptr && shaped->has_attention()) {
@@ -223,7 +249,7 @@ int run_validate(const validate_args& a) {
       if (v != sde_variant::correct) variants.push_back(v);
     }
   }
-  std::vector<variant_sde> wrong;
+  std::vector<variant_sde>& wrong = plan.wrong;
   if (!variants.empty() && shaped == nullptr)
     throw_invalid_argument("validate", "variant", a.variants,
                            fmt::format("none for model {} (the wrong SDEs are variants of the "
@@ -234,18 +260,18 @@ int run_validate(const validate_args& a) {
   // Networks are built (and their parameters checked: heads | n, r·n integer, …) before any run,
   // with the model's sampler: --sampler, or the model's first when it has no reduced one.
   const models::model_entry& entry = a.model.entry();
-  const std::string sampler = resolve_sampler(entry, a.sampler, a.sampler_given());
+  plan.sampler = resolve_sampler(entry, a.sampler, a.sampler_given());
+  const std::string& sampler = plan.sampler;
   const models::parameter_values values = a.model.parameter_values();
-  std::vector<models::network_instance> samplers;
+  std::vector<models::network_instance>& samplers = plan.samplers;
   for (const int n : widths) {
     const int n_k = a.n_k > 0 ? a.n_k : n;
     samplers.push_back(entry.make_network(sampler, values, models::network_request{m, n, n_k}));
   }
 
-  const int n_max = widths.back();
   // The SDE's options and every rule on them, before any output is touched or any run started:
   // dt and T against each width's grid k/n, and the run's size (limits.hpp).
-  sde_sample_options sopt;
+  sde_sample_options& sopt = plan.sopt;
   sopt.t_end = a.t_end;
   sopt.dt = a.dt;
   sopt.widths = widths;
@@ -258,15 +284,28 @@ int run_validate(const validate_args& a) {
   // T/dt is now an integer (T·n and 1/(n·dt) are). The sample paths are saved at the 65 times
   // T·j/64; one that is not a step of the dt grid (T/dt not a multiple of 64) is moved to the
   // nearest step, since paths are saved only at grid times.
-  const int path_points = 64;
   const double steps = std::round(a.t_end / a.dt);
-  for (int j = 0; j <= path_points; ++j) {
-    double t = a.t_end * j / path_points;
-    const double i = steps * j / path_points;
+  for (int j = 0; j <= validate_plan::path_points; ++j) {
+    double t = a.t_end * j / validate_plan::path_points;
+    const double i = steps * j / validate_plan::path_points;
     if (std::abs(i - std::round(i)) > 1e-9 * std::max(1.0, i))
       t = std::round(i) >= steps ? a.t_end : std::round(i) * a.dt;
     if (sopt.save_times.empty() || t > sopt.save_times.back()) sopt.save_times.push_back(t);
   }
+  return plan;
+}
+
+/// The run's size against the machine (limits.hpp): the SDE steps, the memory of the samples and
+/// the networks' work.
+void check_validate_size(const validate_args& a, const validate_plan& plan) {
+  const int m = plan.m;
+  const std::vector<int>& widths = plan.widths;
+  const int n_max = widths.back();
+  const std::vector<variant_sde>& wrong = plan.wrong;
+  const std::string& sampler = plan.sampler;
+  const path_range& sde_range = plan.sde_range;
+  const path_range& net_range = plan.net_range;
+  const double steps = std::round(a.t_end / a.dt);
   {
     const double K = packed_size(m);
     const double entry = sizeof(vector) + 8.0 * K + 16.0 + sizeof(path_status);
@@ -304,35 +343,23 @@ int run_validate(const validate_args& a) {
       check_network_memory(a.model, widest, true, m, 1, 1, 0.0);
     }
   }
+}
 
-  // The plot directory and its data files are created before the runs, so that a bad --plots
-  // fails at once; each file is a temporary that replaces its target only once the run has
-  // succeeded.
-  const std::string script = NCSDE_VALIDATE_PLOT_SCRIPT;
-  std::filesystem::path dir;
-  std::vector<std::unique_ptr<output_file>> plot_files;  // validation.md, .json, values, paths
-  // Under mpirun only rank 0 writes, and every rank learns whether it could.
+/// The samples of the run (or of the shard): the SDE on every grid, the noise floor, the networks
+/// at each width, the wrong SDEs; or those `a.preloaded` holds (ncsde merge). False on the MPI
+/// ranks other than 0, which only give their networks.
+bool sample_validate(const validate_args& a, const validate_plan& plan, validate_samples& out,
+                     std::vector<networks::network_ensemble>& nets_out) {
+  const std::vector<int>& widths = plan.widths;
+  const int n_max = widths.back();
+  const matrix& v0 = plan.v0;
+  const bool shard = plan.shard;
   const bool root = world().rank == 0;
-  if (!a.plots.empty()) {
-    dir = a.plots;
-    if (const int failed = open_plots_on_rank0(
-            "validate", script, dir,
-            {"validation.md", "validation.json", "values.csv", "paths.csv"}, plot_files))
-      return failed;
-  }
-
-  // A shard's partial file is created (as a temporary) before the runs, as the plots are.
-  std::optional<output_file> partial_out;
-  if (shard) {
-    partial_out.emplace("validate", "--partial", a.partial);
-    if (!partial_out->ok()) return exit_usage;
-  }
-
   const bool table = a.format == "table" || shard;
   auto note = [&](const std::string& text) {
     if (table) std::fprintf(stderr, "%s\n", text.c_str());
   };
-
+  sde_sample_options sopt = plan.sopt;
   // 1. The SDE, one run monitored on every grid; 2. an independent run (noise floor). Under
   // mpirun these run on rank 0 while the other ranks start on their networks; a failure here is
   // rank 0's failure in the first gathering of networks (sample_over_ranks).
@@ -341,8 +368,8 @@ int run_validate(const validate_args& a) {
   floor_opt.widths = {n_max};
   floor_opt.kept_paths = 0;
   if (shard) {
-    sopt.range = sde_range;
-    floor_opt.range = sde_range;
+    sopt.range = plan.sde_range;
+    floor_opt.range = plan.sde_range;
   }
   sde_sample reference, floor;
   std::optional<std::string> pending;
@@ -352,9 +379,9 @@ int run_validate(const validate_args& a) {
   } else if (root) {
     try {
       note(fmt::format("ncsde validate: SDE, {} paths, dt = {:g} …", a.paths, a.dt));
-      reference = sde->sample_sde(v0, sopt);
+      reference = plan.sde.sample_sde(v0, sopt);
       note("ncsde validate: second SDE run (noise floor) …");
-      floor = sde->sample_sde(v0, floor_opt);
+      floor = plan.sde.sample_sde(v0, floor_opt);
     } catch (const std::exception& e) {
       if (!world().active) throw;
       pending = e.what();
@@ -368,7 +395,7 @@ int run_validate(const validate_args& a) {
   nopt.threads = a.threads;
   nopt.stop_level = a.stop_level;
   nopt.continue_after_stop = true;
-  if (shard) nopt.range = net_range;
+  if (shard) nopt.range = plan.net_range;
   for (std::size_t i = 0; i < widths.size(); ++i) {
     const int n = widths[i];
     const int d = static_cast<int>(std::lround(a.t_end * n));
@@ -377,18 +404,18 @@ int run_validate(const validate_args& a) {
                              fmt::format("such that d = T·n >= 1 for n = {}", n));
     nopt.seed = a.seed + 100 + i;
     if (a.preloaded != nullptr) continue;
-    note(fmt::format("ncsde validate: {} {} networks, n = d/T = {}, d = {} …", a.networks, sampler,
-                     n, d));
+    note(fmt::format("ncsde validate: {} {} networks, n = d/T = {}, d = {} …", a.networks,
+                     plan.sampler, n, d));
     std::optional<networks::network_ensemble> e =
-        sample_over_ranks(samplers[i], v0, d, nopt, i == 0 ? pending : std::nullopt);
+        sample_over_ranks(plan.samplers[i], v0, d, nopt, i == 0 ? pending : std::nullopt);
     if (e) nets.push_back(std::move(*e));
   }
-  if (!root) return exit_ok;  // the other ranks have given their networks; rank 0 writes
+  if (!root) return false;  // the other ranks have given their networks; rank 0 writes
   if (a.preloaded != nullptr) nets = a.preloaded->nets;
 
   // 4. The wrong variants, on the widest grid.
   std::vector<sde_sample> wrong_samples;
-  for (std::size_t i = 0; i < wrong.size(); ++i) {
+  for (std::size_t i = 0; i < plan.wrong.size(); ++i) {
     // Monitored on every width's grid, as the right SDE: the limit test extrapolates its gaps.
     sde_sample_options vopt = sopt;
     vopt.kept_paths = 0;
@@ -397,29 +424,35 @@ int run_validate(const validate_args& a) {
       wrong_samples.push_back(a.preloaded->wrong.at(i));
       continue;
     }
-    note(fmt::format("ncsde validate: wrong SDE '{}' …", to_string(wrong[i].variant())));
-    wrong_samples.push_back(sample_sde(wrong[i], v0, vopt));
+    note(fmt::format("ncsde validate: wrong SDE '{}' …", to_string(plan.wrong[i].variant())));
+    wrong_samples.push_back(sample_sde(plan.wrong[i], v0, vopt));
   }
 
-  // A shard writes its samples and stops: the report needs the whole run (ncsde merge).
-  if (shard) {
-    validate_pieces piece{std::move(reference), std::move(floor), std::move(wrong_samples),
-                          std::move(nets)};
-    partial_out->stream() << partial_file_bytes(
-        "validate", current_run_identity(),
-        serialize_validate_shard(a.run_key, range, std::max(a.networks, a.paths), piece));
-    if (!partial_out->commit()) return exit_failure;
-    std::cout << fmt::format("ncsde validate: samples [{}, {}) of {} written to {}\n", range.first,
-                             range.last, std::max(a.networks, a.paths), a.partial);
-    return exit_ok;
-  }
+  out.reference = std::move(reference);
+  out.floor = std::move(floor);
+  for (const variant_sde& w : plan.wrong) out.wrong_names.emplace_back(to_string(w.variant()));
+  out.wrong = std::move(wrong_samples);
+  nets_out = std::move(nets);
+  return true;
+}
 
+/// The report of the samples, printed and, with --plots, written with its data and figures.
+/// Returns the exit code.
+int report_validate(const validate_args& a, const validate_plan& plan, validate_samples& samples,
+                    const std::vector<networks::network_ensemble>& nets,
+                    std::vector<std::unique_ptr<output_file>>& plot_files,
+                    const std::filesystem::path& dir, const std::string& script) {
+  const int m = plan.m;
+  const std::vector<int>& widths = plan.widths;
+  const int n_max = widths.back();
+  const matrix& v0 = plan.v0;
+  const bool table = a.format == "table";
   // The report, from the samples.
   validate_setup setup;
   setup.model = a.model.model;
   setup.parameters = parameter_summary(a.model);
   setup.parameters_json = parameter_json(a.model).dump();
-  setup.sampler = sampler + " sampler";
+  setup.sampler = plan.sampler + " sampler";
   setup.n_k = a.n_k > 0 ? std::to_string(a.n_k) : std::string("n");
   setup.m = m;
   setup.t_end = a.t_end;
@@ -431,12 +464,7 @@ int run_validate(const validate_args& a) {
   setup.unstopped_level = a.unstopped_level;
   setup.alpha = a.alpha;
   setup.widths = widths;
-  setup.given_exponent = given_exponent;
-  validate_samples samples;
-  samples.reference = std::move(reference);
-  samples.floor = std::move(floor);
-  for (const variant_sde& w : wrong) samples.wrong_names.emplace_back(to_string(w.variant()));
-  samples.wrong = std::move(wrong_samples);
+  setup.given_exponent = plan.given_exponent;
   for (const networks::network_ensemble& e : nets) {
     samples.nets_stopped.push_back(stopped_of(e));
     samples.nets_unstopped.push_back(unstopped_of(e));
@@ -457,7 +485,7 @@ int run_validate(const validate_args& a) {
       // Sample paths: the SDE's kept paths and the first networks at the widest n, at 65 times.
       std::vector<sampled_paths> paths(2);
       paths[0].source = "sde";
-      paths[0].times = sopt.save_times;
+      paths[0].times = plan.sopt.save_times;
       paths[0].packed = samples.reference.kept;
       networks::network_options popt;
       popt.networks = a.kept_paths;
@@ -465,11 +493,12 @@ int run_validate(const validate_args& a) {
       popt.seed = a.seed + 100 + (widths.size() - 1);
       popt.progress = progress_mode::off;
       const int d = static_cast<int>(std::lround(a.t_end * n_max));
-      for (int k = 0; k <= path_points; ++k) {
-        const int l = static_cast<int>(std::lround(static_cast<double>(d) * k / path_points));
+      for (int k = 0; k <= validate_plan::path_points; ++k) {
+        const int l =
+            static_cast<int>(std::lround(static_cast<double>(d) * k / validate_plan::path_points));
         if (popt.depths.empty() || l > popt.depths.back()) popt.depths.push_back(l);
       }
-      const networks::network_ensemble e = samplers.back().sample(v0, d, popt);
+      const networks::network_ensemble e = plan.samplers.back().sample(v0, d, popt);
       paths[1].source = fmt::format("network_n{}", n_max);
       for (const int l : e.depths) paths[1].times.push_back(static_cast<double>(l) / n_max);
       for (const networks::network_record& r : e.records) paths[1].packed.push_back(r.packed);
@@ -488,6 +517,55 @@ int run_validate(const validate_args& a) {
   if (a.check && !(report.right_accepted && report.wrong_rejected)) return exit_failure;
   if (a.check_limit && !report.limit_accepted) return exit_failure;
   return exit_ok;
+}
+
+int run_validate(const validate_args& a) {
+  std::optional<validate_plan> planned = plan_validate(a);
+  if (!planned) return exit_usage;
+  const validate_plan& plan = *planned;
+  check_validate_size(a, plan);
+  const bool shard = plan.shard;
+  const path_range& range = plan.range;
+  // The plot directory and its data files are created before the runs, so that a bad --plots
+  // fails at once; each file is a temporary that replaces its target only once the run has
+  // succeeded.
+  const std::string script = NCSDE_VALIDATE_PLOT_SCRIPT;
+  std::filesystem::path dir;
+  std::vector<std::unique_ptr<output_file>> plot_files;  // validation.md, .json, values, paths
+  // Under mpirun only rank 0 writes, and every rank learns whether it could.
+  if (!a.plots.empty()) {
+    dir = a.plots;
+    if (const int failed = open_plots_on_rank0(
+            "validate", script, dir,
+            {"validation.md", "validation.json", "values.csv", "paths.csv"}, plot_files))
+      return failed;
+  }
+
+  // A shard's partial file is created (as a temporary) before the runs, as the plots are.
+  std::optional<output_file> partial_out;
+  if (shard) {
+    partial_out.emplace("validate", "--partial", a.partial);
+    if (!partial_out->ok()) return exit_usage;
+  }
+
+  validate_samples samples;
+  std::vector<networks::network_ensemble> nets;
+  if (!sample_validate(a, plan, samples, nets)) return exit_ok;
+
+  // A shard writes its samples and stops: the report needs the whole run (ncsde merge).
+  if (shard) {
+    validate_pieces piece{std::move(samples.reference), std::move(samples.floor),
+                          std::move(samples.wrong), std::move(nets)};
+    partial_out->stream() << partial_file_bytes(
+        "validate", current_run_identity(),
+        serialize_validate_shard(a.run_key, range, std::max(a.networks, a.paths), piece));
+    if (!partial_out->commit()) return exit_failure;
+    std::cout << fmt::format("ncsde validate: samples [{}, {}) of {} written to {}\n", range.first,
+                             range.last, std::max(a.networks, a.paths), a.partial);
+    return exit_ok;
+  }
+
+  return report_validate(a, plan, samples, nets, plot_files, dir, script);
 }
 
 /// run_validate with its bad arguments (its own rules, the library's: sample_sde, the networks'
