@@ -34,8 +34,8 @@ def blowup(ncsde, scheme, control, value, paths, threads, seed, t_end):
     else:
         args += ["--step-control", control, "--tolerance", repr(value), "--dt", "0.01"]
     r = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
-    return {"scheme": scheme, "control": control, "value": value, "p": r["p_blowup"],
-            "stderr": r["p_blowup_stderr"], "seconds": r["seconds"],
+    return {"scheme": scheme, "control": control, "value": value, "p": r["blown_up_fraction"],
+            "stderr": r["blown_up_fraction_stderr"], "seconds": r["seconds"],
             "steps_per_path": r["steps_per_path"]}
 
 

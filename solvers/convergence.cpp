@@ -137,12 +137,16 @@ linear_fit fit_log_errors(const std::vector<double>& x, const std::vector<double
   return fit;
 }
 
-convergence_plan make_convergence_plan(const std::string& name, double t0, double t_end,
-                                       int first_level, int levels, long long paths,
-                                       long long weak_paths, int reference_ratio, int control_ratio,
-                                       bool exact, noise_class noise, bool has_euler_weak,
-                                       bool has_weak_functional, bool has_weak_value,
+convergence_plan make_convergence_plan(const problem_facts& problem,
                                        const convergence_options& opt) {
+  const std::string& name = problem.name;
+  const int first_level = problem.first_level, levels = problem.levels;
+  const long long paths = problem.paths, weak_paths = problem.weak_paths;
+  const int reference_ratio = problem.reference_ratio, control_ratio = problem.control_ratio;
+  const bool exact = problem.exact, has_euler_weak = problem.euler_weak;
+  const bool has_weak_functional = problem.weak_functional, has_weak_value = problem.weak_value;
+  const noise_class noise = problem.noise;
+  const double t0 = problem.t0, t_end = problem.t_end;
   const std::string where = "convergence (" + name + ")";
   convergence_plan plan;
   plan.derivative = opt.derivative;
@@ -244,13 +248,21 @@ convergence_plan make_convergence_plan(const std::string& name, double t0, doubl
   return plan;
 }
 
-std::vector<convergence_series> summarize_convergence(
-    const std::string& name, noise_class noise, const convergence_plan& plan,
-    const std::vector<double>& values, const std::vector<double>& extended,
-    const std::vector<long long>& exits, const std::vector<long long>& extended_exits,
-    const std::vector<double>& weak_offsets, const std::string& error_measure,
-    const std::string& reference, const std::string& functional_name,
-    const convergence_options& opt, double seconds) {
+std::vector<convergence_series> summarize_convergence(const problem_facts& problem,
+                                                      const convergence_plan& plan,
+                                                      const convergence_values& v,
+                                                      const convergence_options& opt,
+                                                      double seconds) {
+  const std::string& name = problem.name;
+  const noise_class noise = problem.noise;
+  const std::vector<double>& values = v.values;
+  const std::vector<double>& extended = v.extended;
+  const std::vector<long long>& exits = v.exits;
+  const std::vector<long long>& extended_exits = v.extended_exits;
+  const std::vector<double>& weak_offsets = v.weak_offsets;
+  const std::string& error_measure = v.error_measure;
+  const std::string& reference = v.reference;
+  const std::string& functional_name = v.functional_name;
   const int per_path = plan.values_per_path();
   const int per_extended = plan.extended_values_per_path();
   const std::size_t ns = plan.schemes.size();

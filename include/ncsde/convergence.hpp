@@ -1,72 +1,18 @@
 #pragma once
-/// Measured convergence orders: strong and weak errors of the schemes over a ladder of step sizes
-/// dt_l = (T − t0)/2^l, l = first_level, …, first_level + levels − 1, on common Brownian paths, and
-/// the least-squares slopes of log error on log dt. The schemes are those of the registry
-/// (schemes.hpp), chosen by name; the orders they are checked against are the ones each stepper
-/// declares for the problem's noise class (stepper.hpp).
+/// Measured convergence orders (docs/convergence.md; the estimators and why they are unbiased:
+/// "How the errors are estimated" there, and docs/maths.md §12–13).
 ///
-/// Paths. Path p (stream (seed, p)) is sampled once on a fine grid (brownian_grid, with its
-/// iterated integrals when a scheme or the reference needs them); every step size reads its
-/// increments off that grid (sums, and Chen's relation for the iterated integrals), so all levels
-/// and schemes see the same Brownian path and the same Lévy areas. Coarse runs go through the
-/// engine of integrate() (path_integrator) with pd_policy::count: the pure scheme, steps leaving
-/// the PSD cone counted.
-///
-/// Strong error: E‖V_dt(T) − V_ref(T)‖_F, with V_ref the problem's pathwise exact solution at W_T
-/// when it has one, else the general Milstein solution on the fine grid itself (fine dt = finest
-/// coarse dt / reference_ratio, ratio 16 by default: the reference's own O(dt) error is ≤ 1/16 of
-/// the finest level's, and being largely shared it enters the difference at second order).
-///
-/// Weak error: E f(V_dt(T)) − E f(V_T) for a functional f with E f(V_T) known exactly. Plain Monte
-/// Carlo would need Var f(V)/N ≪ (C dt)², hopeless at small dt; both estimators below are unbiased.
-///  - Coupled control: mean(f(V_dt) − Y) + (E Y − E f(V_T)) with Y on the same path and E Y exact:
-///    Y = f(V_exact(W_T)) when the pathwise solution exists, else f of the Euler–Maruyama solution
-///    with step (finest dt)/control_ratio, E Y from the problem's exact moment recursion of the EM
-///    chain (euler_weak). Its variance is that of the strong difference: O(dt²) for the Milstein
-///    schemes (fine against an O(dt) mean), O(dt) for EM (costly against an O(dt) mean).
-///  - Martingale control, for EM when the problem supplies u(t, ·) = E[f(V_T) | V_t = ·] as a
-///    polynomial of degree ≤ 2 in V (weak_value; closed forms in analytic.hpp). An EM step is
-///    affine in its increment, V_{n+1} = A + Σ_j C_j ΔW_j, with A and C_j read off the stepper
-///    itself (applied to the zero and the unit increments), so E_n[u(t_{n+1}, V_{n+1})] = u(A) + h
-///    Σ_j q(C_j) exactly, q the quadratic part of u(t_{n+1}, ·) (by polarisation). Hence Z = Σ_n
-///    (u(t_{n+1}, V_{n+1}) − E_n[u(t_{n+1}, V_{n+1})]) has mean zero for the implemented chain, and
-///    the sample f(V_T) − Z is unbiased for E f(V_T^EM); it telescopes to u(t0, V0) + Σ_n (local
-///    weak error of step n), so its relative variance is O(1) instead of O(1/dt).
-///  - The same martingale control for another scheme X, on problems with weak_value: Z is a
-///    martingale of the EM chain driven by the same increments at the same step, so E Z = 0 and
-///    the sample f(X_dt) − Z_dt is unbiased for E f(X_dt) for any X; its variance is that of
-///    f(X_dt) − f(EM_dt) plus O(dt²), i.e. O(dt²) when X stays within O(dt) of EM on the path. The
-///    engine uses it for the schemes that, like EM, need the increments only (noise_request
-///    iterated_terms::none), whose difference to EM is a drift correction (the predictor–corrector:
-///    O(dt^{3/2}) a step, O(dt) at T); against a pathwise solution their O(dt) weak error would
-///    have O(dt) variance. A scheme for which that reasoning fails still gets an unbiased series,
-///    only a noisier one.
-///  - Coupled differences, for any problem and scheme (no closed form needed; the only estimator
-///    of a problem without exact solution, euler_weak and weak_value, and chosen by
-///    convergence_options::weak_differences): D_l = E f(X_{dt_l}) − E f(X_{dt_l/2}), both runs on
-///    the same Brownian path, the sample mean with its standard error, for the levels but the
-///    finest. If the weak error is C dt^p + o(dt^p), then D_l = C (1 − 2^−p) dt_l^p + o(dt_l^p):
-///    log |D_l| has the slope p of the weak error itself. The coupling makes the variance of a
-///    difference O(dt^{2q}) (q the strong order) instead of Var f: O(dt) for EM, whose series
-///    then use weak_paths, as above.
-///  Weak series exist for EM (the scheme of both controls, detail::control_stepper) on every
-///  problem, for the schemes coupled to its martingale control on every problem with weak_value,
-///  and for every other scheme only on problems with a pathwise solution: against an EM control the
-///  O(dt) weak error of a Milstein scheme would drown in the control's O(dt/control_ratio) variance
-///  at the fine levels, and no control of another scheme has an exactly known mean. A weak series whose estimator has O(dt) variance (a scheme of strong order
-///  < 1 on the problem's noise class, without the martingale control) may use more paths
-///  (weak_paths): paths beyond `paths` run for those series alone, without Lévy areas (unless such a
-///  scheme asks for them) or the Milstein reference (a path's increments do not depend on whether
-///  its areas are drawn).
-///
-/// Fit: per level the mean error and its Monte Carlo standard error; the order is the slope of a
-/// weighted least-squares fit of log error on log dt (weights 1/σ², σ = stderr/error, the standard
-/// error of log error), with its standard error (the larger of the propagated and the residual one)
-/// and a 95% confidence interval (statistics.hpp, fit_line_weighted).
-///
-/// Reproducibility: path p uses only random_stream(seed, p); each path's errors are stored by path
-/// index and summed in path order after all workers finish, so results are bit-identical for any
-/// number of threads.
+/// Contract. run_convergence(cp, opt) runs every selected registry scheme on the problem's ladder
+/// dt_l = (T − t0)/2^l, l = first_level … first_level + levels − 1, every level and scheme on the
+/// same Brownian path p (stream (seed, p), sampled once on the finest grid, Lévy areas joined by
+/// Chen's relation), and returns per scheme and kind (strong, weak) the mean error per level with
+/// its Monte Carlo standard error and the weighted least-squares slope of log error on log dt,
+/// checked against the order the scheme declares for the problem's noise class. Strong errors are
+/// against the pathwise solution or a fine-grid general Milstein reference; weak errors use the
+/// problem's closed forms when it has them (an exact control, euler_weak, weak_value) and the
+/// coupled differences of successive levels otherwise. Paths that blow up or stop are left out of
+/// their series and counted. The result is bit-identical for any thread count and any path
+/// sharing (MPI). Bad options are ncsde::invalid_argument naming the option.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -291,23 +237,56 @@ struct convergence_plan {
   int values_per_path() const { return static_cast<int>(schemes.size()) * levels * 2; }
   int extended_values_per_path() const { return static_cast<int>(extended.size()) * levels; }
 };
-convergence_plan make_convergence_plan(const std::string& name, double t0, double t_end,
-                                       int first_level, int levels, long long paths,
-                                       long long weak_paths, int reference_ratio, int control_ratio,
-                                       bool exact, noise_class noise, bool has_euler_weak,
-                                       bool has_weak_functional, bool has_weak_value,
+/// What the plan and the summaries read of a convergence_problem: its name, horizon, defaults,
+/// noise class and which closed forms it has (problem_facts_of).
+struct problem_facts {
+  std::string name;
+  double t0 = 0.0, t_end = 1.0;
+  int first_level = 1, levels = 5;
+  long long paths = 1000, weak_paths = 0;
+  int reference_ratio = 16, control_ratio = 4;
+  noise_class noise = noise_class::general;  ///< the effective class
+  bool exact = false;                        ///< a pathwise solution
+  bool euler_weak = false, weak_functional = false, weak_value = false;
+};
+template <class S>
+problem_facts problem_facts_of(const convergence_problem<S>& cp) {
+  return {cp.name,
+          cp.prob.t0,
+          cp.prob.t_end,
+          cp.first_level,
+          cp.levels,
+          cp.paths,
+          cp.weak_paths,
+          cp.reference_ratio,
+          cp.control_ratio,
+          cp.effective_noise(),
+          static_cast<bool>(cp.exact),
+          static_cast<bool>(cp.euler_weak),
+          static_cast<bool>(cp.weak.f),
+          static_cast<bool>(cp.weak_value)};
+}
+
+convergence_plan make_convergence_plan(const problem_facts& problem,
                                        const convergence_options& opt);
 
-/// Summaries and fits from per-path values: `values` for paths [0, paths) (path-major, then scheme,
-/// level, kind), `extended` for paths [paths, weak_paths) (path-major, then extended scheme,
-/// level).
-std::vector<convergence_series> summarize_convergence(
-    const std::string& name, noise_class noise, const convergence_plan& plan,
-    const std::vector<double>& values, const std::vector<double>& extended,
-    const std::vector<long long>& exits, const std::vector<long long>& extended_exits,
-    const std::vector<double>& weak_offsets, const std::string& error_measure,
-    const std::string& reference, const std::string& functional_name,
-    const convergence_options& opt, double seconds);
+/// The per-path values of a run: `values` for paths [0, paths) (path-major, then scheme, level,
+/// kind), `extended` for paths [paths, weak_paths) (path-major, then extended scheme, level), the
+/// cone exits of both, and per scheme the offset that turns the mean weak sample into the weak
+/// error; with the names the series carry.
+struct convergence_values {
+  std::vector<double> values, extended;
+  std::vector<long long> exits, extended_exits;
+  std::vector<double> weak_offsets;
+  std::string error_measure, reference, functional_name;
+};
+
+/// Summaries and fits from the per-path values.
+std::vector<convergence_series> summarize_convergence(const problem_facts& problem,
+                                                      const convergence_plan& plan,
+                                                      const convergence_values& v,
+                                                      const convergence_options& opt,
+                                                      double seconds);
 
 /// Observer of an Euler–Maruyama run accumulating the martingale control Z (see the file comment):
 /// at each grid time t_{n+1} it adds u_{n+1}(V_{n+1}) − E_n[u_{n+1}(V_{n+1})], where the
@@ -606,11 +585,8 @@ std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp
     detail::validate_problem("convergence (" + cp.name + ")", cp.prob, count_policy,
                              /*iterated=*/true, resolved);
   }
-  const detail::convergence_plan plan = detail::make_convergence_plan(
-      cp.name, cp.prob.t0, cp.prob.t_end, cp.first_level, cp.levels, cp.paths, cp.weak_paths,
-      cp.reference_ratio, cp.control_ratio, static_cast<bool>(cp.exact), cp.effective_noise(),
-      static_cast<bool>(cp.euler_weak), static_cast<bool>(cp.weak.f),
-      static_cast<bool>(cp.weak_value), opt);
+  const detail::problem_facts facts = detail::problem_facts_of(cp);
+  const detail::convergence_plan plan = detail::make_convergence_plan(facts, opt);
   if (plan.empty()) return {};
   // u(t_i, ·) on the finest coarse grid, shared read-only by all workers.
   std::vector<std::function<double(const matrix&)>> values;
@@ -624,13 +600,16 @@ std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp
   const int per_extended = plan.extended_values_per_path();
   const std::size_t ns = plan.schemes.size();
   const long long total = plan.weak_paths;
-  std::vector<double> values_per_path(static_cast<std::size_t>(plan.paths) *
-                                      static_cast<std::size_t>(per_path));
-  std::vector<double> extended(static_cast<std::size_t>(total - plan.paths) *
-                               static_cast<std::size_t>(per_extended));
-  std::vector<long long> exits(static_cast<std::size_t>(plan.paths) * ns);
-  std::vector<long long> extended_exits(static_cast<std::size_t>(total - plan.paths) *
-                                        plan.extended.size());
+  detail::convergence_values out;
+  std::vector<double>& values_per_path = out.values;
+  std::vector<double>& extended = out.extended;
+  std::vector<long long>& exits = out.exits;
+  std::vector<long long>& extended_exits = out.extended_exits;
+  values_per_path.resize(static_cast<std::size_t>(plan.paths) * static_cast<std::size_t>(per_path));
+  extended.resize(static_cast<std::size_t>(total - plan.paths) *
+                  static_cast<std::size_t>(per_extended));
+  exits.resize(static_cast<std::size_t>(plan.paths) * ns);
+  extended_exits.resize(static_cast<std::size_t>(total - plan.paths) * plan.extended.size());
 
   // Path p writes only its own slots of the arrays above, so the blocks need no reduction and any
   // block size gives the same results.
@@ -674,17 +653,16 @@ std::vector<convergence_series> run_convergence(const convergence_problem<S>& cp
       plan.control && !plan.exact
           ? cp.euler_weak(h_control, plan.n_fine / plan.control_ratio) - cp.weak_exact
           : 0.0;
-  std::vector<double> weak_offsets;
   for (std::size_t s = 0; s < plan.schemes.size(); ++s)
-    weak_offsets.push_back(plan.martingale_weak[s] ? -cp.weak_exact : control_offset);
-  const std::string reference =
+    out.weak_offsets.push_back(plan.martingale_weak[s] ? -cp.weak_exact : control_offset);
+  out.reference =
       plan.exact ? std::string("exact")
                  : detail::format_message("milstein on the fine grid (dt/{})", cp.reference_ratio);
+  out.error_measure = cp.strong_error.name;
+  out.functional_name = cp.weak.name;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return detail::summarize_convergence(cp.name, cp.effective_noise(), plan, values_per_path,
-                                       extended, exits, extended_exits, weak_offsets,
-                                       cp.strong_error.name, reference, cp.weak.name, opt, seconds);
+  return detail::summarize_convergence(facts, plan, out, opt, seconds);
 }
 
 // ---- orders of the adaptive step controllers at matched cost ----

@@ -2,8 +2,8 @@
 """ctest cli_blowup: blow-up laws and adaptive steps on the command line
 (NCSDE=<path to ncsde> python3 test_blowup.py).
 
- 1. `ncsde blowup --format json` reports p_blowup with its binomial standard error, the curve
-    P(tau <= t) (non-decreasing, ending at p_blowup, inside its Wilson band) and the explosion-time
+ 1. `ncsde blowup --format json` reports blown_up_fraction with its binomial standard error, the curve
+    P(tau <= t) (non-decreasing, ending at blown_up_fraction, inside its Wilson band) and the explosion-time
     quantiles, with the same bits for 1 and 2 threads;
  2. the table format and --plots (when matplotlib is there);
  3. `ncsde simulate --step-control increment` reports the controller; fixed steps do not;
@@ -27,9 +27,9 @@ class BlowupCli(CliTestCase):
         self.assertEqual(r["paths"], 300)
         self.assertEqual(r["step_control"], "increment")
         self.assertGreater(r["blown_up"], 0, "strong attention: some of 300 paths blow up by T = 1")
-        p = r["p_blowup"]
+        p = r["blown_up_fraction"]
         self.assertEqual(p, r["blown_up"] / 300)
-        self.assert_near("p_blowup_stderr", r["p_blowup_stderr"], math.sqrt(p * (1 - p) / 300), 1e-12)
+        self.assert_near("blown_up_fraction_stderr", r["blown_up_fraction_stderr"], math.sqrt(p * (1 - p) / 300), 1e-12)
         curve = r["curve"]
         self.assertEqual(len(curve), 50)
         self.assertEqual(curve[-1]["t"], 1.0)

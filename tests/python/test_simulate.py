@@ -229,7 +229,7 @@ def test_convergence_arguments_are_checked():
 
 def test_blowup_curve_matches_the_cli(ncsde_program):
     """`ncsde blowup --format json` (adaptive steps, the increment controller by default) and
-    ncsde.blowup_curve of the same ncsde.simulate run: the same p_blowup and the same curve, bit
+    ncsde.blowup_curve of the same ncsde.simulate run: the same blown_up_fraction and the same curve, bit
     for bit (strong attention blows up on a good fraction of paths before T = 2)."""
     v3 = "1,0.6324555320336759,0.25099800796022265;0.6324555320336759,1.6,0.7408103670980852;" \
          "0.25099800796022265,0.7408103670980852,0.7"  # the program's default V0
@@ -242,7 +242,7 @@ def test_blowup_curve_matches_the_cli(ncsde_program):
     sde = ncsde.models.covariance_sde("attention", tau0=0.5, gamma2=1.0)
     v0 = np.array([[float(x) for x in row.split(",")] for row in v3.split(";")])
     r = ncsde.simulate(sde, v0, 2.0, dt=0.01, paths=300, seed=6, step_control="increment")
-    assert r.blown_up == cli["blown_up"] > 0 and r.blown_up_fraction == cli["p_blowup"]
+    assert r.blown_up == cli["blown_up"] > 0 and r.blown_up_fraction == cli["blown_up_fraction"]
     c = ncsde.blowup_curve(r, grid=20)
     for key in ("t", "blown_up", "p", "stderr", "wilson_lower", "wilson_upper"):
         assert c[key].tolist() == [point[key] for point in cli["curve"]], key

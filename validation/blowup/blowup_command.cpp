@@ -13,7 +13,7 @@
 /// region in a handful of steps at any dt); the adaptive controllers halve the steps there, so that
 /// the estimate converges as the tolerance shrinks (docs/maths.md, "Explosions").
 ///
-/// Output: p_blowup = P(τ ≤ T) with its binomial standard error √(p(1 − p)/N); the curve
+/// Output: blown_up_fraction = P(τ ≤ T) with its binomial standard error √(p(1 − p)/N); the curve
 /// P(τ ≤ t_i) at t_i = T·i/grid, i = 1..grid, each with its standard error and the 95% Wilson
 /// score interval; the quantiles of τ among the blown-up paths (the law of τ given τ ≤ T); the step
 /// controller's counters. --plots DIR writes DIR/blowup.csv (the curve) and DIR/blowup.png
@@ -125,11 +125,11 @@ std::string json_report(const blowup_args& a, const ensemble_result& r,
   j["threads"] = r.threads;
   j["blowup_threshold"] = a.blowup_threshold;
   j["blown_up"] = r.blown_up;
-  // Paths that used up their work limit (docs/step_control.md): P(τ ≤ T) lies between p_blowup
+  // Paths that used up their work limit (docs/step_control.md): P(τ ≤ T) lies between blown_up_fraction
   // and (blown_up + exhausted)/paths.
   j["exhausted"] = r.exhausted;
-  j["p_blowup"] = r.blown_up_fraction();
-  j["p_blowup_stderr"] = r.blown_up_stderr();
+  j["blown_up_fraction"] = r.blown_up_fraction();
+  j["blown_up_fraction_stderr"] = r.blown_up_stderr();
   json q = json::object();
   for (const double level : quantile_levels)
     q[fmt::format("q{:g}", level)] = number(quantile_sorted(r.explosion_times, level));

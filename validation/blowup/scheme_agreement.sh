@@ -30,10 +30,10 @@ python3 - "$out/em.json" "$out/milstein.json" <<'PY'
 import json, math, sys
 em, mil = (json.load(open(f)) for f in sys.argv[1:3])
 for name, r in (("em", em), ("milstein", mil)):
-    print(f"{name:9s} P(tau <= 2) = {r['p_blowup']:.4f} ± {r['p_blowup_stderr']:.4f}  "
+    print(f"{name:9s} P(tau <= 2) = {r['blown_up_fraction']:.4f} ± {r['blown_up_fraction_stderr']:.4f}  "
           f"({r['blown_up']} of {r['paths']}; {r['steps_per_path']:.1f} steps per path, "
           f"exhausted {r.get('exhausted', 0)}, {r['seconds']:.2f} s)")
-z = (mil["p_blowup"] - em["p_blowup"]) / math.hypot(em["p_blowup_stderr"], mil["p_blowup_stderr"])
+z = (mil["blown_up_fraction"] - em["blown_up_fraction"]) / math.hypot(em["blown_up_fraction_stderr"], mil["blown_up_fraction_stderr"])
 print(f"z = {z:.2f}: {'agree' if abs(z) <= 3 else 'DISAGREE'} within 3 standard errors")
 sys.exit(0 if abs(z) <= 3 else 1)
 PY
