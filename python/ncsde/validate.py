@@ -75,28 +75,6 @@ def _table(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     return table
 
 
-def _reference_v3() -> np.ndarray:
-    """The 3×3 reference state of docs/maths.md §9.1 (the program's default V0)."""
-    d = np.array([1.0, 1.6, 0.7])
-    r = np.array([[1.0, 0.5, 0.3], [0.5, 1.0, 0.7], [0.3, 0.7, 1.0]])
-    return r * np.sqrt(np.outer(d, d))
-
-
-def _save_times(T: float, dt: float, points: int = 64) -> list[float]:
-    """The program's 65 save times T·j/64 of the sample paths, each moved to the nearest step of
-    the dt grid when it is not one."""
-    steps = round(T / dt)
-    times: list[float] = []
-    for j in range(points + 1):
-        t = T * j / points
-        i = steps * j / points
-        if abs(i - round(i)) > 1e-9 * max(1.0, i):
-            t = T if round(i) >= steps else round(i) * dt
-        if not times or t > times[-1]:
-            times.append(t)
-    return times
-
-
 def _is_registry(sde: Any) -> bool:
     return isinstance(sde, str) or isinstance(sde, _models.CovarianceSde)
 
@@ -104,17 +82,8 @@ def _is_registry(sde: Any) -> bool:
 def _wrong_sdes(variants: Any, sde: Any) -> list[tuple[str, Any, str]]:
     """The wrong SDEs as (name, SDE object, variant name of the right SDE or "")."""
     if isinstance(variants, str):
-        if variants == "none":
-            return []
-        if variants == "auto":
-            if not isinstance(sde, _models.CovarianceSde) or sde.name not in (
-                    "attention", "transformer"):
-                return []
-            # The program's choice (--variants auto): vpv (full mask only) and no-attention.
-            names = (["no-attention"] if sde.params.get("causal") else ["vpv", "no-attention"])
-        else:
-            names = [v for v in variants.split(",") if v and v != "correct"]
-        return [(v, sde, v) for v in names]
+        # The program's rule (--variants): auto, none, or a list of the model's variants.
+        return [(v, sde, v) for v in _core._validate_variants(variants, sde)]
     items = variants.items() if isinstance(variants, Mapping) else variants
     out = []
     for k, item in enumerate(items):
@@ -192,7 +161,7 @@ def _user_validate(sde: Any, V0: Any, T: float, widths: Sequence[int], networks:
     if not hasattr(_core, "_validate_report"):
         raise RuntimeError("ncsde.validate: this build of the module has no commands "
                            "(configure with NCSDE_BUILD_VALIDATION=ON)")
-    v0 = _reference_v3() if V0 is None else np.asarray(V0, dtype=float)
+    v0 = _core._validate_reference_state() if V0 is None else np.asarray(V0, dtype=float)
     if v0.ndim != 2 or v0.shape[0] != v0.shape[1] or v0.shape[0] < 2:
         raise ValueError(f"validate: V0 must be a square matrix, at least 2x2 (got shape "
                          f"{v0.shape})")
@@ -229,14 +198,13 @@ def _user_validate(sde: Any, V0: Any, T: float, widths: Sequence[int], networks:
 
     # The SDE side: the program's seeds (the right SDE seed, the noise floor seed + 1, the wrong
     # SDEs seed + 2 + i).
-    save_times = _save_times(T, dt)
     reference = _core._sample_stopped_sde(sde, v0, T, dt, widths, stop_level, paths, seed,
-                                          threads, 20, save_times)
+                                          threads, 20)
     floor = _core._sample_stopped_sde(sde, v0, T, dt, [widths[-1]], stop_level, paths, seed + 1,
-                                      threads, 0, [])
+                                      threads, 0)
     wrong_samples = [
         _core._sample_stopped_sde(w, v0, T, dt, widths, stop_level, paths, seed + 2 + i, threads,
-                                  0, [], variant=variant)
+                                  0, variant=variant)
         for i, (_, w, variant) in enumerate(wrong)]
 
     # The networks at each width (seed + 100 + i, as the program), V at every layer.

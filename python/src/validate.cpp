@@ -66,15 +66,21 @@ models::sde_sample sample_python(const python_sde<Space>& sde, const matrix& v0,
     }
   };
   {
-    integrate_options unstopped = iopt;
-    unstopped.save_times = opt.save_times;
-    const ensemble_result r = run_python_sde(sde, v0, "em", opt.t_end, unstopped, eopt);
+    const ensemble_result r = run_python_sde(sde, v0, "em", opt.t_end, iopt, eopt);
     fill(r, out.unstopped);
     out.pd = r.pd;
     out.paths_with_violations = r.paths_with_violations;
     out.seconds += r.seconds;
-    for (long long p = 0; p < std::min<long long>(opt.kept_paths, opt.paths); ++p)
-      out.kept.push_back(r.records[static_cast<std::size_t>(p)].saved);
+  }
+  if (const long long kept = std::min<long long>(opt.kept_paths, opt.paths); kept > 0) {
+    // The first paths again with their states saved (path p is the stream (seed, p) in any run):
+    // the whole run keeps no saves.
+    integrate_options saving = iopt;
+    saving.save_times = opt.save_times;
+    ensemble_options first = eopt;
+    first.paths = kept;
+    for (const path_record& p : run_python_sde(sde, v0, "em", opt.t_end, saving, first).records)
+      out.kept.push_back(p.saved);
   }
   for (const long long k : per_layer) {
     integrate_options stopped = iopt;
@@ -90,7 +96,25 @@ models::sde_sample sample_python(const python_sde<Space>& sde, const matrix& v0,
   return out;
 }
 
-/// Keyword `name` of the setup dict, or `fallback`.
+/// A (count, L, m, m) array of covariances as [count][L] upper triangles, entry (a, b) for a ≤ b
+/// row by row (pack_upper's order), read from the array's own (a, b) entries.
+std::vector<std::vector<vector>> packed_layers(const double_array& a) {
+  const int m = static_cast<int>(a.shape(2));
+  const py::ssize_t count = a.shape(0), depth = a.shape(1);
+  std::vector<std::vector<vector>> packed(static_cast<std::size_t>(count));
+  for (py::ssize_t i = 0; i < count; ++i) {
+    packed[i].reserve(static_cast<std::size_t>(depth));
+    for (py::ssize_t l = 0; l < depth; ++l) {
+      const double* v = a.data() + (i * depth + l) * m * m;
+      vector& out = packed[i].emplace_back(packed_size(m));
+      for (int r = 0, e = 0; r < m; ++r)
+        for (int c = r; c < m; ++c) out(e++) = v[r * m + c];
+    }
+  }
+  return packed;
+}
+
+/// Entry `name` of the setup dict (ValueError when it is missing).
 template <class T>
 T setup_value(const py::dict& setup, const char* name) {
   if (!setup.contains(name))
@@ -114,8 +138,7 @@ void bind_validate(py::module_& m) {
       "_sample_stopped_sde",
       [](const py::object& sde, const py::object& v0, double t_end, double dt,
          const std::vector<int>& widths, double stop_level, long long paths,
-         unsigned long long seed, int threads, int kept_paths, std::vector<double> save_times,
-         const std::string& variant) {
+         unsigned long long seed, int threads, int kept_paths, const std::string& variant) {
         const matrix x0 = as_matrix(v0, "validate", "V0");
         if (x0.rows() != x0.cols() || x0.rows() < 2)
           throw py::value_error(
@@ -132,14 +155,15 @@ void bind_validate(py::module_& m) {
         opt.seed = seed;
         opt.threads = threads;
         opt.kept_paths = kept_paths;
-        opt.save_times = save_times;
+
         (void)models::detail::steps_per_layer(opt);  // dt against every width's grid
         const step_grid grid(0.0, t_end, dt);
         cli::check_sde_steps(t_end, dt, static_cast<double>(grid.steps), paths, "paths", 1,
                              cli::python_names);
         std::atomic<bool> cancel{false};
         sde_sample_handle h;
-        h.save_times = std::move(save_times);
+        if (kept_paths > 0) opt.save_times = cli::validate_save_times(t_end, dt);
+        h.save_times = opt.save_times;
         if (py::isinstance<model_handle>(sde)) {
           const model_handle& model = sde.cast<const model_handle&>();
           if (variant.empty()) {
@@ -184,9 +208,29 @@ void bind_validate(py::module_& m) {
       },
       py::arg("sde"), py::arg("V0"), py::arg("T"), py::arg("dt"), py::arg("widths"),
       py::arg("stop_level"), py::arg("paths"), py::arg("seed"), py::arg("threads"),
-      py::arg("kept_paths"), py::arg("save_times"), py::arg("variant") = "",
+      py::arg("kept_paths"), py::arg("variant") = "",
       "The SDE side of ncsde.validate (the program's sample_sde for registry models).");
 
+  m.def(
+      "_validate_reference_state", [] { return to_array(cli::validate_reference_state()); },
+      "validate's default V0, the reference state V3 of docs/maths.md §9.1.");
+  m.def(
+      "_validate_variants",
+      [](const std::string& text, const py::object& sde) {
+        const models::covariance_sde* shaped = nullptr;
+        std::string model = "a PythonSde";
+        if (py::isinstance<model_handle>(sde)) {
+          const model_handle& h = sde.cast<const model_handle&>();
+          shaped = h.sde.get<models::covariance_sde>();
+          model = h.sde.name();
+        }
+        std::vector<std::string> names;
+        for (const cli::sde_variant v : cli::validate_variants(text, shaped, model, "variants"))
+          names.emplace_back(cli::to_string(v));
+        return names;
+      },
+      py::arg("text"), py::arg("sde"),
+      "The variant names of validate's `variants` text for the SDE (the program's rule).");
   m.def(
       "_network_sample",
       [](const py::object& layers, double stop_level) {
@@ -196,22 +240,9 @@ void bind_validate(py::module_& m) {
               "validate: network covariances must have shape (networks, d + 1, m, m), V at the "
               "layers 0..d (got shape {})",
               shape_text({a.shape(), a.shape() + a.ndim()})));
-        const int m = static_cast<int>(a.shape(2));
-        const py::ssize_t count = a.shape(0), depth = a.shape(1);
-        std::vector<std::vector<vector>> packed(static_cast<std::size_t>(count));
-        const double* p = a.data();
-        for (py::ssize_t i = 0; i < count; ++i) {
-          packed[i].resize(static_cast<std::size_t>(depth));
-          for (py::ssize_t l = 0; l < depth; ++l) {
-            const double* v = p + (i * depth + l) * m * m;
-            vector& out = packed[i][l];
-            out.resize(packed_size(m));
-            for (int r = 0, e = 0; r < m; ++r)
-              for (int c = r; c < m; ++c) out(e++) = v[r * m + c];
-          }
-        }
         network_sample_handle h;
-        cli::stop_network_layers(m, packed, stop_level, h.stopped, h.unstopped);
+        cli::stop_network_layers(static_cast<int>(a.shape(2)), packed_layers(a), stop_level,
+                                 h.stopped, h.unstopped);
         return h;
       },
       py::arg("layers"), py::arg("stop_level"),
@@ -269,20 +300,10 @@ void bind_validate(py::module_& m) {
           paths[0].times = reference.save_times;
           paths[0].packed = reference.sample.kept;
           if (!network_paths.is_none()) {
-            const double_array a = as_double_array(network_paths, "validate", "network paths");
-            const int m = static_cast<int>(a.shape(2));
             cli::sampled_paths& n = paths.emplace_back();
             n.source = network_source;
             n.times = network_times;
-            for (py::ssize_t i = 0; i < a.shape(0); ++i) {
-              std::vector<vector>& path = n.packed.emplace_back();
-              for (py::ssize_t l = 0; l < a.shape(1); ++l) {
-                const double* v = a.data() + (i * a.shape(1) + l) * m * m;
-                vector& out = path.emplace_back(packed_size(m));
-                for (int r2 = 0, e = 0; r2 < m; ++r2)
-                  for (int c = r2; c < m; ++c) out(e++) = v[r2 * m + c];
-              }
-            }
+            n.packed = packed_layers(as_double_array(network_paths, "validate", "network paths"));
           }
           std::ofstream md = open("validation.md"), json = open("validation.json"),
                         values = open("values.csv"), trajectories = open("paths.csv");

@@ -118,6 +118,9 @@ def test_bad_user_parts_are_refused_naming_them():
     with pytest.raises(ValueError, match="model parameters"):
         ncsde.validate(sde, V0, widths=(8,), gamma2=1.0,
                        sampler=lambda n, d, count, seed: np.broadcast_to(V0, (count, d + 1, 3, 3)))
+    with pytest.raises(ValueError, match="none for model a PythonSde"):  # no variants to take
+        ncsde.validate(sde, V0, widths=(8,), networks=10, paths=10, variants="vpv",
+                       sampler=lambda n, d, count, seed: np.broadcast_to(V0, (count, d + 1, 3, 3)))
     with pytest.raises(TypeError, match="an SDE must be"):
         ncsde.validate(sde, V0, widths=(8,), networks=10, paths=10, variants=[("x", 3.0)],
                        sampler=lambda n, d, count, seed: np.broadcast_to(V0, (count, d + 1, 3, 3)))

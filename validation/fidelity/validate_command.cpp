@@ -107,17 +107,6 @@ struct validate_args {
   bool sampler_given() const { return sampler_option != nullptr && sampler_option->count() > 0; }
 };
 
-/// The reference state V3 of docs/maths.md §9.1: diagonal (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3, ρ²³ = 0.7.
-matrix reference_v3() {
-  const double d[3] = {1.0, 1.6, 0.7};
-  matrix r(3, 3);
-  r << 1.0, 0.5, 0.3, 0.5, 1.0, 0.7, 0.3, 0.7, 1.0;
-  matrix v(3, 3);
-  for (int a = 0; a < 3; ++a)
-    for (int b = 0; b < 3; ++b) v(a, b) = r(a, b) * std::sqrt(d[a] * d[b]);
-  return v;
-}
-
 /// A row of the report: one sample compared with one reference.
 /// The model's parameters for the report's title: the four architectures as before (γ² = …, τ₀ =
 /// …, r = …, c₊ = …, c₋ = …, heads = …, W^O, causal), another model as name = value of each.
@@ -172,7 +161,7 @@ std::optional<validate_plan> plan_validate(const validate_args& a) {
   if (!sde) return std::nullopt;
   validate_plan plan(std::move(*sde));
   matrix& v0 = plan.v0;
-  v0 = reference_v3();
+  v0 = validate_reference_state();
   if (!a.v0.empty()) {
     const std::optional<matrix> parsed = read_state(a.v0, "--V0", true);
     if (!parsed) return std::nullopt;
@@ -236,25 +225,9 @@ std::optional<validate_plan> plan_validate(const validate_args& a) {
   // The wrong SDEs are variants of the four architectures' covariance_sde (variants.hpp); another
   // registered model has none, so its report has no power check.
   const models::covariance_sde* shaped = plan.sde.get<models::covariance_sde>();
-  std::vector<sde_variant> variants;
-  if (a.variants == "auto") {
-    if (shaped != nullptr && shaped->has_attention()) {
-      if (!shaped->params().causal) variants.push_back(sde_variant::vpv);
-      variants.push_back(sde_variant::no_attention);
-    }
-  } else if (a.variants != "none") {
-    std::stringstream list(a.variants);
-    for (std::string item; std::getline(list, item, ',');) {
-      const sde_variant v = parse_variant(item, "--variants");
-      if (v != sde_variant::correct) variants.push_back(v);
-    }
-  }
+  const std::vector<sde_variant> variants =
+      validate_variants(a.variants, shaped, a.model.model, "--variants");
   std::vector<variant_sde>& wrong = plan.wrong;
-  if (!variants.empty() && shaped == nullptr)
-    throw_invalid_argument("validate", "variant", a.variants,
-                           fmt::format("none for model {} (the wrong SDEs are variants of the "
-                                       "attention architectures)",
-                                       a.model.model));
   for (const sde_variant v : variants) wrong.emplace_back(*shaped, v);  // validates applicability
 
   // Networks are built (and their parameters checked: heads | n, r·n integer, …) before any run,
@@ -281,17 +254,8 @@ std::optional<validate_plan> plan_validate(const validate_args& a) {
   sopt.threads = a.threads;
   sopt.kept_paths = a.kept_paths;
   (void)detail::steps_per_layer(sopt);
-  // T/dt is now an integer (T·n and 1/(n·dt) are). The sample paths are saved at the 65 times
-  // T·j/64; one that is not a step of the dt grid (T/dt not a multiple of 64) is moved to the
-  // nearest step, since paths are saved only at grid times.
-  const double steps = std::round(a.t_end / a.dt);
-  for (int j = 0; j <= validate_plan::path_points; ++j) {
-    double t = a.t_end * j / validate_plan::path_points;
-    const double i = steps * j / validate_plan::path_points;
-    if (std::abs(i - std::round(i)) > 1e-9 * std::max(1.0, i))
-      t = std::round(i) >= steps ? a.t_end : std::round(i) * a.dt;
-    if (sopt.save_times.empty() || t > sopt.save_times.back()) sopt.save_times.push_back(t);
-  }
+  // T/dt is now an integer (T·n and 1/(n·dt) are): the sample paths' save times are steps.
+  sopt.save_times = validate_save_times(a.t_end, a.dt);
   return plan;
 }
 

@@ -596,6 +596,54 @@ nlohmann::json report_json(const validate_setup& a, const report_parts& p) {
 
 }  // namespace
 
+matrix validate_reference_state() {
+  const double d[3] = {1.0, 1.6, 0.7};
+  matrix r(3, 3);
+  r << 1.0, 0.5, 0.3, 0.5, 1.0, 0.7, 0.3, 0.7, 1.0;
+  matrix v(3, 3);
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) v(a, b) = r(a, b) * std::sqrt(d[a] * d[b]);
+  return v;
+}
+
+std::vector<double> validate_save_times(double t_end, double dt) {
+  constexpr int points = 64;
+  const double steps = std::round(t_end / dt);
+  std::vector<double> times;
+  for (int j = 0; j <= points; ++j) {
+    double t = t_end * j / points;
+    const double i = steps * j / points;
+    if (std::abs(i - std::round(i)) > 1e-9 * std::max(1.0, i))
+      t = std::round(i) >= steps ? t_end : std::round(i) * dt;
+    if (times.empty() || t > times.back()) times.push_back(t);
+  }
+  return times;
+}
+
+std::vector<sde_variant> validate_variants(const std::string& text,
+                                           const models::covariance_sde* shaped,
+                                           const std::string& model, std::string_view flag) {
+  std::vector<sde_variant> variants;
+  if (text == "auto") {
+    if (shaped != nullptr && shaped->has_attention()) {
+      if (!shaped->params().causal) variants.push_back(sde_variant::vpv);
+      variants.push_back(sde_variant::no_attention);
+    }
+  } else if (text != "none") {
+    std::stringstream list(text);
+    for (std::string item; std::getline(list, item, ',');) {
+      const sde_variant v = parse_variant(item, flag);
+      if (v != sde_variant::correct) variants.push_back(v);
+    }
+  }
+  if (!variants.empty() && shaped == nullptr)
+    throw_invalid_argument("validate", "variant", text,
+                           fmt::format("none for model {} (the wrong SDEs are variants of the "
+                                       "attention architectures)",
+                                       model));
+  return variants;
+}
+
 validate_report make_validate_report(const validate_setup& a, const validate_samples& samples) {
   check_samples(a, samples);
   report_parts p;

@@ -6,11 +6,29 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fidelity/fidelity.hpp"
+#include "fidelity/variants.hpp"
 
 namespace ncsde::cli {
+
+/// The reference state V3 of docs/maths.md §9.1 (diagonal (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3,
+/// ρ²³ = 0.7): validate's default V0.
+matrix validate_reference_state();
+
+/// The times at which validate keeps sample paths: T·j/64, j = 0 … 64, each that is not a step of
+/// the dt grid (T/dt not a multiple of 64) moved to the nearest step (T/dt an integer).
+std::vector<double> validate_save_times(double t_end, double dt);
+
+/// The wrong SDEs of `--variants` for a model (`shaped`: its covariance_sde, or null for another
+/// model): "auto" (vpv unless causal, and no-attention, for the attention architectures; none
+/// otherwise), "none", or a comma list of variant names. Throws ncsde::invalid_argument naming
+/// `flag` for an unknown name, or for a list given with a model that has no variants.
+std::vector<sde_variant> validate_variants(const std::string& text,
+                                           const models::covariance_sde* shaped,
+                                           const std::string& model, std::string_view flag);
 
 /// What the report says of the run besides its samples.
 struct validate_setup {
