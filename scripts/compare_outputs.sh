@@ -37,8 +37,8 @@ runs=(
 if [[ "$quick" != "--quick" ]]; then
   runs+=(
     "convergence_default|convergence --threads 2 --format json"
-    "validate_default|validate --threads 2 --format json"
-    "validate_attention_strong|validate --model attention --gamma2 1 --tau0 0.5 --threads 2 --format json"
+    "validate_transformer|validate --model transformer --networks 1e4 --paths 1e4 --threads 2 --format json"
+    "validate_attention_strong|validate --model attention --gamma2 1 --tau0 0.5 --networks 1e4 --paths 1e4 --threads 2 --format json"
   )
 fi
 

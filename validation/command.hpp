@@ -22,6 +22,8 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure =
     1;  ///< the run failed, or (with --check) a result is out of tolerance
 inline constexpr int exit_usage = 2;  ///< bad command line or parameter values, unwritable outputs
+/// (validate --check, --check-limit) the run lacks the power to decide: a wrong SDE is not rejected
+inline constexpr int exit_inconclusive = 3;
 
 namespace detail {
 

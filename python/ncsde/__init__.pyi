@@ -210,31 +210,32 @@ def rank_collapse(
     networks."""
 
 def validate(
-    model: str | CovarianceSde | PythonSde = "transformer",
+    model: str | CovarianceSde | PythonSde | None = None,
     V0: npt.ArrayLike | None = None,
     *,
-    T: float = 1.0,
-    widths: Iterable[int] = (32, 64, 128, 256),
-    networks: int = 10000,
-    paths: int = 10000,
-    dt: float = 1.0 / 1024,
-    stop_level: float = 5.0,
-    tail_level: float = 2.5,
-    unstopped_tail_level: float = 20.0,
-    nk: int = 0,
+    T: float = ...,
+    widths: Iterable[int] = ...,
+    networks: int = ...,
+    paths: int = ...,
+    dt: float = ...,
+    stop_level: float = ...,
+    tail_level: float = ...,
+    unstopped_tail_level: float = ...,
+    nk: int = ...,
     sampler: str | Callable[[int, int, int, int], npt.ArrayLike] | None = None,
     samples: Mapping[int, npt.ArrayLike] | None = None,
-    variants: str | Sequence[Any] | Mapping[str, Any] = "auto",
-    alpha: float = 0.01,
-    limit_exponent: float | str = "fitted",
-    seed: int = 1,
+    variants: str | Sequence[Any] | Mapping[str, Any] = ...,
+    alpha: float = ...,
+    limit_exponent: float | str = ...,
+    seed: int = ...,
     threads: int = 0,
     plots: str | os.PathLike[str] | None = None,
     name: str | None = None,
     **params: float | int | bool | str,
 ) -> dict[str, Any]:
-    """The model's finite networks against its covariance SDE, as `ncsde validate` (bit for bit):
-    the report of `--format json` with numpy arrays, plus "table" (the rows as columns). A user's
+    """The model's finite networks against its covariance SDE, as `ncsde validate` (bit for bit,
+    with the program's defaults; model None: its default study, strong attention): the report of
+    `--format json` with numpy arrays, plus "table" (the rows as columns). A user's
     SDE (PythonSde), networks (sampler callable (n, d, count, seed) -> V at the layers 0..d, or
     samples {n: array}) and wrong SDEs (variants: a list) make the same report."""
 

@@ -36,6 +36,12 @@ from . import _core
 from . import models as _models
 
 
+# The defaults of `ncsde validate` (cli::validate_defaults), one set for the program, scripts/main.sh
+# and this function; empty in a build of the module without the program's commands.
+_DEFAULTS: dict[str, Any] = (_core._validate_defaults() if hasattr(_core, "_validate_defaults")
+                             else {})
+
+
 def _number_text(x: float) -> str:
     return repr(float(x))  # the shortest text that reads back as the same double
 
@@ -277,15 +283,20 @@ def _user_validate(sde: Any, V0: Any, T: float, widths: Sequence[int], networks:
     return json.loads(text), markdown
 
 
-def validate(model: Any = "transformer", V0: Any = None, *, T: float = 1.0,
-             widths: Iterable[int] = (32, 64, 128, 256), networks: int = 10000,
-             paths: int = 10000, dt: float = 1.0 / 1024, stop_level: float = 5.0,
-             tail_level: float = 2.5, unstopped_tail_level: float = 20.0, nk: int = 0,
+def validate(model: Any = None, V0: Any = None, *, T: float = _DEFAULTS.get("T"),
+             widths: Iterable[int] = _DEFAULTS.get("widths"),
+             networks: int = _DEFAULTS.get("networks"), paths: int = _DEFAULTS.get("paths"),
+             dt: float = _DEFAULTS.get("dt"), stop_level: float = _DEFAULTS.get("stop_level"),
+             tail_level: float = _DEFAULTS.get("tail_level"),
+             unstopped_tail_level: float = _DEFAULTS.get("unstopped_tail_level"),
+             nk: int = _DEFAULTS.get("nk"),
              sampler: str | Callable[[int, int, int, int], Any] | None = None,
-             samples: Mapping[int, Any] | None = None, variants: Any = "auto",
-             alpha: float = 0.01, limit_exponent: float | str = "fitted", seed: int = 1,
-             threads: int = 0, plots: str | os.PathLike[str] | None = None,
-             name: str | None = None, **params: float | int | bool | str) -> dict[str, Any]:
+             samples: Mapping[int, Any] | None = None,
+             variants: Any = _DEFAULTS.get("variants"), alpha: float = _DEFAULTS.get("alpha"),
+             limit_exponent: float | str = _DEFAULTS.get("limit_exponent"),
+             seed: int = _DEFAULTS.get("seed"), threads: int = 0,
+             plots: str | os.PathLike[str] | None = None, name: str | None = None,
+             **params: float | int | bool | str) -> dict[str, Any]:
     """The finite networks of `model` at the widths `widths` (depth d = T·n) against its
     covariance SDE, as `ncsde validate` compares them: two-sample KS distances and mean gaps of ρ
     and V at T ∧ τ (τ: first time max_a V^aa > stop_level, the SDE monitored on each width's grid
@@ -295,8 +306,11 @@ def validate(model: Any = "transformer", V0: Any = None, *, T: float = 1.0,
 
     model: a registry name with keyword parameters (c_plus, gamma2, tau0, heads, …), an
     ncsde.models.CovarianceSde, or an ncsde.PythonSde (state_space "psd_cone" or "symmetric";
-    `name` titles the report). V0: the initial state (default: the 3×3 reference state V3 of
-    docs/maths.md §9.1).
+    `name` titles the report); None: the default study, strong attention ("attention" with
+    gamma2=1, tau0=0.5; a parameter given replaces its value). V0: the initial state (default: the
+    3×3 reference state V3 of docs/maths.md §9.1). The defaults of every setting are the
+    program's (`ncsde validate --help`): the run that shows power, 10⁵ networks per width and 10⁵
+    SDE paths.
 
     The networks: the model's own (sampler "reduced" or "literal", registry models), or the
     user's: sampler a callable (n, d, count, seed) returning V = X Xᵀ/n of `count` networks of
@@ -319,11 +333,17 @@ def validate(model: Any = "transformer", V0: Any = None, *, T: float = 1.0,
     validation.md, validation.json, values.csv, paths.csv).
 
     Returns the report (the keys of `ncsde validate --format json`, lists of numbers as numpy
-    arrays) plus "table": the rows as columns (source, reference, n, bonferroni_p, and each
+    arrays; "check" says "passed", "failed" or "lacks power", the last when a wrong SDE is not
+    rejected, with "power_shortfall" estimating the samples that would reject it) plus "table": the rows as columns (source, reference, n, bonferroni_p, and each
     statistic's value and "<statistic> p"), and "markdown" (the program's table output) for runs
     made here. Bad arguments raise ValueError naming the argument and the value; a failed run
     raises RuntimeError. The runs release the GIL; Ctrl-C raises KeyboardInterrupt.
     """
+    if not _DEFAULTS:
+        raise RuntimeError("ncsde.validate: this build of the module has no commands "
+                           "(configure with NCSDE_BUILD_VALIDATION=ON)")
+    if model is None:  # the default study
+        model, params = _DEFAULTS["model"], {**_DEFAULTS["params"], **params}
     widths = [int(n) for n in widths]
     own = (_is_registry(model) and (sampler is None or isinstance(sampler, str))
            and samples is None and isinstance(variants, str))

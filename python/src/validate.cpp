@@ -215,6 +215,32 @@ void bind_validate(py::module_& m) {
       "_validate_reference_state", [] { return to_array(cli::validate_reference_state()); },
       "validate's default V0, the reference state V3 of docs/maths.md §9.1.");
   m.def(
+      "_validate_defaults",
+      [] {
+        const cli::validate_defaults d;
+        py::dict params;
+        for (const auto& [name, value] : d.parameters) params[py::str(name)] = value;
+        py::dict out;
+        out["model"] = d.model;
+        out["params"] = params;
+        out["T"] = d.t_end;
+        out["widths"] = py::tuple(py::cast(d.widths));
+        out["networks"] = d.networks;
+        out["paths"] = d.paths;
+        out["dt"] = d.dt;
+        out["stop_level"] = d.stop_level;
+        out["tail_level"] = d.tail_level;
+        out["unstopped_tail_level"] = d.unstopped_level;
+        out["nk"] = d.n_k;
+        out["variants"] = d.variants;
+        out["alpha"] = d.alpha;
+        out["limit_exponent"] = d.limit_exponent;
+        out["seed"] = d.seed;
+        return out;
+      },
+      "The defaults of ncsde validate (cli::validate_defaults), by ncsde.validate's argument "
+      "names: the default study's model and parameters, and every setting.");
+  m.def(
       "_validate_variants",
       [](const std::string& text, const py::object& sde) {
         const models::covariance_sde* shaped = nullptr;

@@ -15,6 +15,7 @@ from cli_support import CliTestCase, is_number, main, plotting_available
 PLOTS = ("rho_density", "ks_vs_n", "sample_paths", "stopped_fraction", "smooth_gaps")
 SMALL = ["--model", "attention", "--n", "8,16", "--networks", "400", "--paths", "400", "--dt",
          "0.0078125"]
+EXIT_CODE = {"passed": 0, "failed": 1, "lacks power": 3}
 
 
 class ValidateCli(CliTestCase):
@@ -64,13 +65,16 @@ class ValidateCli(CliTestCase):
             c = rows[i]["comparisons"][6]
             self.assertAlmostEqual(limit[0]["gaps"][0]["by_width"][i], c["value"] - c["reference"],
                                    places=15)
-        # --check-limit: exit 1 exactly when the extrapolated verdict fails (right SDE's
-        # intercepts rejected, or a wrong SDE's not).
+        # --check-limit: exit 3 when a wrong SDE's intercepts are not rejected (the extrapolation
+        # lacks power), else 1 exactly when the right SDE's are.
         r = self.run_program(["validate", *SMALL, "--format", "json", "--threads", "2",
                               "--check-limit"])
-        expected = 0 if (limit[0]["bonferroni_p"] >= 0.01 and
-                         all(x["bonferroni_p"] < 0.01 for x in limit[1:])) else 1
-        self.assertEqual(r.returncode, expected, r.stderr)
+        if any(x["bonferroni_p"] >= 0.01 for x in limit[1:]):
+            expected = "lacks power"
+        else:
+            expected = "passed" if limit[0]["bonferroni_p"] >= 0.01 else "failed"
+        self.assertEqual(report["limit_check"], expected)
+        self.assertEqual(r.returncode, EXIT_CODE[expected], r.stderr)
         self.assertEqual(json.loads(r.stdout)["limit"], limit)
         # Two widths: too few for a rate (the fit needs three).
         self.assertFalse(report["smooth_fit"])
@@ -81,6 +85,52 @@ class ValidateCli(CliTestCase):
         self.assertEqual(json.dumps(rows, sort_keys=True),
                          json.dumps(one_thread["rows"], sort_keys=True),
                          "validate rows differ between --threads 2 and --threads 1")
+
+    def test_a_check_without_power_says_so(self):
+        # Attention at τ₀ = 1 with 400 samples: the wrong SDEs differ from the right one by less
+        # than the noise (docs/maths.md §9.5), so neither is rejected and --check exits 3 (lacks
+        # power) instead of passing or failing; the report says what a rejection would need.
+        r = self.run_program(["validate", *SMALL, "--format", "json", "--threads", "2",
+                              "--check"])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        report = json.loads(r.stdout)
+        self.assertEqual(report["check"], "lacks power")
+        self.assertFalse(report["wrong_rejected"])
+        wrong = [row for row in report["rows"] if row["source"].startswith("wrong SDE")]
+        not_rejected = [row["source"] for row in wrong if row["bonferroni_p"] >= 0.01]
+        self.assertEqual([s["source"] for s in report["power_shortfall"]], not_rejected)
+        for s in report["power_shortfall"]:
+            # A row not rejected has every z below the Bonferroni threshold, so the factor on the
+            # samples that would make its largest gap reach it exceeds 1.
+            self.assertLess(s["z"], s["z_needed"])
+            self.assertAlmostEqual(s["sample_factor"], (s["z_needed"] / s["z"]) ** 2, places=12)
+        table = self.run_program(["validate", *SMALL, "--threads", "2", "--check"])
+        self.assertEqual(table.returncode, 3)
+        self.assertIn("(--check): LACKS POWER", table.stdout)
+        self.assertIn("rejecting it needs at least about", table.stdout)
+        # Without wrong SDEs the power is not measured and the right SDE's result decides.
+        r = self.run_program(["validate", *SMALL, "--format", "json", "--threads", "2",
+                              "--variants", "none", "--check"])
+        report = json.loads(r.stdout)
+        self.assertEqual(report["check"], "passed" if report["right_accepted"] else "failed")
+        self.assertEqual(r.returncode, EXIT_CODE[report["check"]], r.stderr)
+        self.assertEqual(report["power_shortfall"], [])
+
+    def test_default_study(self):
+        # Without --model: the default study, attention at γ² = 1, τ₀ = ½ (a parameter given
+        # replaces its value); a named model runs at its own defaults.
+        size = ["--n", "8,16", "--networks", "50", "--paths", "50", "--dt", "0.0078125",
+                "--variants", "none", "--format", "json"]
+        study = self.run_json("validate", *size)
+        self.assertEqual((study["model"], study["params"]["gamma2"], study["params"]["tau0"]),
+                         ("attention", 1.0, 0.5))
+        changed = self.run_json("validate", *size, "--tau0", "0.75")
+        self.assertEqual((changed["params"]["gamma2"], changed["params"]["tau0"]), (1.0, 0.75))
+        named = self.run_json("validate", *size, "--model", "attention")
+        self.assertEqual((named["params"]["gamma2"], named["params"]["tau0"]), (0.5, 1.0))
+        help_text = self.run_ok("validate", "--help")
+        for flag in ("--networks", "--paths"):
+            self.assertRegex(help_text, flag + r" [^\n]*=100000\b")
 
     def test_table_and_plots(self):
         out = self.scratch_dir()

@@ -89,3 +89,54 @@ def test_plots_draw_on_an_axes(report):
     with pytest.raises(ValueError, match="kind"):
         ncsde.plots.validate(report, ax1, kind="nope")
     plt.close(fig)
+
+
+def test_one_set_of_defaults_with_the_program(ncsde_program):
+    # ncsde.validate's defaults are the program's (validate_defaults in the library): the signature
+    # shows the values `ncsde validate --help` shows, and no model is the program's default study.
+    import inspect
+    import re
+
+    signature = inspect.signature(ncsde.validate).parameters
+    assert signature["model"].default is None
+    help_text = subprocess.run([ncsde_program, "validate", "--help"], capture_output=True,
+                               text=True, timeout=60, stdin=subprocess.DEVNULL).stdout
+    for name, flag in (("T", "--T"), ("networks", "--networks"), ("paths", "--paths"),
+                       ("dt", "--dt"), ("stop_level", "--stop-level"),
+                       ("tail_level", "--tail-level"),
+                       ("unstopped_tail_level", "--unstopped-tail-level"), ("nk", "--nk"),
+                       ("alpha", "--alpha"), ("seed", "--seed")):
+        shown = re.search(re.escape(flag) + r" [^\n=]*=(\S+)", help_text)
+        assert shown is not None, flag
+        assert float(shown.group(1)) == pytest.approx(float(signature[name].default),
+                                                      rel=1e-5), name
+    for name, flag in (("variants", "--variants"), ("limit_exponent", "--limit-exponent")):
+        assert re.search(re.escape(flag) + r" TEXT=" + signature[name].default, help_text), name
+    shown = re.search(r"--n INT=\[([0-9,]+)\]", help_text)
+    assert [int(n) for n in shown.group(1).split(",")] == list(signature["widths"].default)
+    assert signature["networks"].default == 100000 and signature["paths"].default == 100000
+
+    report = ncsde.validate(widths=(8, 16), networks=60, paths=60, dt=1 / 128, variants="none")
+    done = subprocess.run(
+        [ncsde_program, "validate", "--n", "8,16", "--networks", "60", "--paths", "60", "--dt",
+         "0.0078125", "--variants", "none", "--format", "json"], capture_output=True, text=True,
+        timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    cli = json.loads(done.stdout)
+    assert (report["model"], report["params"]["gamma2"], report["params"]["tau0"]) == \
+        ("attention", 1.0, 0.5)
+    assert report["params"] == cli["params"]
+    assert json.dumps(_lists(report["rows"]), sort_keys=True) == json.dumps(cli["rows"],
+                                                                            sort_keys=True)
+    assert report["check"] == cli["check"]
+
+
+def _lists(value):
+    """numpy arrays back to lists (for comparing a report with the program's JSON as text)."""
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lists(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value

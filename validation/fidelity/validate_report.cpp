@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/math/special_functions/erf.hpp>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -226,6 +228,19 @@ void check_samples(const validate_setup& a, const validate_samples& samples) {
   }
 }
 
+/// What a family that is not rejected would need to be: its largest z-tested gap (the smooth
+/// statistics and the proportions, whose z grows as √N with the sample size N; the KS distances
+/// are left out) against the Bonferroni threshold of the family, z* = √2·erfc⁻¹(α/k) for k tests,
+/// and the factor (z*/z)² on N at which they would meet if the observed gap were the true one. The
+/// largest of k noisy gaps overstates the true one, so the factor is a lower bound, not a promise.
+struct power_shortfall {
+  std::string source;
+  std::string statistic;
+  double z = 0.0;
+  double z_needed = 0.0;
+  double factor = 0.0;
+};
+
 /// What the stages of make_validate_report compute, in order.
 struct report_parts {
   double critical = 0.0;  ///< the two-sample KS critical distance at α
@@ -245,6 +260,10 @@ struct report_parts {
   std::vector<std::string> verdicts;
   bool right_accepted = false;
   bool wrong_rejected = true;
+  bool limit_accepted = false;
+  check_outcome check = check_outcome::failed;
+  std::optional<check_outcome> limit_check;
+  std::vector<power_shortfall> shortfalls;  ///< of the wrong SDEs not rejected at the widest n
 };
 
 /// The report's rows: every width's networks against the SDE on its grid, the noise floor, each
@@ -474,8 +493,63 @@ void extrapolated_limits(const validate_setup& a, const validate_samples& sample
   }
 }
 
+std::optional<power_shortfall> shortfall_of(const std::string& source,
+                                            const std::vector<comparison>& family, double alpha) {
+  long long k = 0;
+  for (const comparison& c : family) k += c.in_family ? 1 : 0;
+  if (k == 0) return std::nullopt;
+  power_shortfall s;
+  s.source = source;
+  s.z_needed = std::sqrt(2.0) * boost::math::erfc_inv(alpha / static_cast<double>(k));
+  for (const comparison& c : family) {
+    if (!c.in_family || !(c.stderr_ > 0.0)) continue;
+    const double z = std::abs(c.value - c.reference) / c.stderr_;
+    if (std::isfinite(z) && z > s.z) {
+      s.z = z;
+      s.statistic = c.statistic;
+    }
+  }
+  if (!(s.z > 0.0)) return std::nullopt;
+  s.factor = (s.z_needed / s.z) * (s.z_needed / s.z);
+  return s;
+}
+
+/// A check's outcome from its right SDE's result and its wrong SDEs' (check_outcome).
+check_outcome decide(bool right_accepted, bool any_wrong, bool wrong_rejected) {
+  if (any_wrong && !wrong_rejected) return check_outcome::lacks_power;
+  return right_accepted ? check_outcome::passed : check_outcome::failed;
+}
+
+/// The line that states a check's outcome and what it means.
+std::string check_line(std::string_view what, check_outcome outcome, bool any_wrong,
+                       bool right_accepted, long long samples) {
+  switch (outcome) {
+    case check_outcome::passed:
+      return any_wrong ? fmt::format(
+                             "check, {}: passed (the right SDE is not rejected and every "
+                             "wrong SDE is: the run has the power to tell them apart)",
+                             what)
+                       : fmt::format(
+                             "check, {}: passed, power not measured (no wrong SDE ran, "
+                             "--variants: the pass says only that {} samples do not "
+                             "reject the SDE)",
+                             what, samples);
+    case check_outcome::failed:
+      return fmt::format("check, {}: FAILED (the right SDE is rejected{})", what,
+                         any_wrong ? ", and every wrong SDE is: the run has power"
+                                   : "; power not measured, no wrong SDE ran");
+    case check_outcome::lacks_power:
+      break;
+  }
+  return fmt::format(
+      "check, {}: LACKS POWER (a wrong SDE is not rejected, so at {} samples the run cannot tell "
+      "the right SDE from a wrong one, and the right SDE's result, {}, is neither a pass nor a "
+      "failure: raise --networks and --paths)",
+      what, samples, right_accepted ? "not rejected" : "rejected");
+}
+
 /// The verdicts: the test at the widest n for the right and the wrong SDEs, the extrapolations,
-/// and the run's counts.
+/// the checks' outcomes and the run's counts.
 void verdict_lines(const validate_setup& a, const validate_samples& samples, report_parts& p) {
   const std::vector<int>& widths = a.widths;
   const int n_max = widths.back();
@@ -490,8 +564,8 @@ void verdict_lines(const validate_setup& a, const validate_samples& samples, rep
   for (const comparison& c : at_max.comparisons)
     if (c.statistic.rfind("KS ", 0) == 0) max_ks = std::max(max_ks, c.value);
   // The verdict: the test at the widest n (networks there against the SDE; the wrong SDEs
-  // against those networks). The extrapolation to n → ∞ is reported beside it, as information: it
-  // rests on a model of the finite-width corrections (a + c·n^−β).
+  // against those networks). The extrapolation to n → ∞ is reported beside it: it rests on a
+  // model of the finite-width corrections (a + c·n^−β).
   p.right_accepted = at_max.adjusted_p >= a.alpha;
   const bool right_accepted = p.right_accepted;
   verdicts.push_back(fmt::format(
@@ -500,18 +574,45 @@ void verdict_lines(const validate_setup& a, const validate_samples& samples, rep
       n_max, max_ks, critical, a.alpha, format_p(at_max.adjusted_p),
       right_accepted ? "not rejected" : "REJECTED"));
   bool& wrong_rejected = p.wrong_rejected;
+  const long long samples_per_side = std::min(a.networks, a.paths);
   for (std::size_t i = 0; i < samples.wrong.size(); ++i) {
     const report_row& r = rows[widths.size() + 1 + i];
     const bool rejected = r.adjusted_p < a.alpha;
     wrong_rejected = wrong_rejected && rejected;
+    std::string outcome = "rejected (the check has power)";
+    if (!rejected) {
+      outcome = "NOT rejected: the run lacks the power to tell it from the networks";
+      if (const std::optional<power_shortfall> s = shortfall_of(r.source, r.comparisons, a.alpha)) {
+        outcome += fmt::format(
+            "; rejecting it needs at least about {:.1f}× the samples (its largest z-tested gap, "
+            "{} at z = {:.1f}, against the Bonferroni threshold z = {:.2f}; the largest of noisy "
+            "gaps overstates the true one)",
+            s->factor, s->statistic, s->z, s->z_needed);
+        p.shortfalls.push_back(*s);
+      }
+    }
     verdicts.push_back(fmt::format("wrong SDE '{}' vs networks at n = {}: Bonferroni p = {} → {}",
-                                   samples.wrong_names[i], n_max, format_p(r.adjusted_p),
-                                   rejected ? "rejected (the check has power)" : "NOT rejected"));
+                                   samples.wrong_names[i], n_max, format_p(r.adjusted_p), outcome));
   }
   for (const limit_row& r : limits)
     verdicts.push_back(fmt::format(
         "{} extrapolated to n → ∞ (β = {:.2f}, information): Bonferroni p of a = 0 is {}", r.source,
         limit_beta, format_p(r.adjusted_p)));
+  const bool any_wrong = !samples.wrong.empty();
+  p.check = decide(right_accepted, any_wrong, wrong_rejected);
+  verdicts.push_back(check_line(fmt::format("at n = {} (--check)", n_max), p.check, any_wrong,
+                                right_accepted, samples_per_side));
+  if (!limits.empty()) {
+    // The same on the gaps extrapolated to n → ∞ (limits: the right SDE first).
+    const bool limit_right = limits.front().adjusted_p >= a.alpha;
+    bool limit_wrong = true;
+    for (std::size_t i = 1; i < limits.size(); ++i)
+      limit_wrong = limit_wrong && limits[i].adjusted_p < a.alpha;
+    p.limit_accepted = limit_right && limit_wrong;
+    p.limit_check = decide(limit_right, limits.size() > 1, limit_wrong);
+    verdicts.push_back(check_line("extrapolated to n → ∞ (--check-limit)", *p.limit_check,
+                                  limits.size() > 1, limit_right, samples_per_side));
+  }
   verdicts.push_back(fmt::format(
       "SDE: {} paths, {} blown up (max|V| > 1e6) by T = {}, {} with PD-cone exits (projected), "
       "{:.1f} s; networks: {:.1f} s in total",
@@ -573,6 +674,15 @@ nlohmann::json report_json(const validate_setup& a, const report_parts& p) {
   }
   j["right_accepted"] = right_accepted;
   j["wrong_rejected"] = wrong_rejected;
+  j["check"] = to_string(p.check);
+  j["limit_check"] = p.limit_check ? nlohmann::json(to_string(*p.limit_check)) : nlohmann::json();
+  j["power_shortfall"] = nlohmann::json::array();
+  for (const power_shortfall& s : p.shortfalls)
+    j["power_shortfall"].push_back({{"source", s.source},
+                                    {"statistic", s.statistic},
+                                    {"z", s.z},
+                                    {"z_needed", s.z_needed},
+                                    {"sample_factor", s.factor}});
   for (const report_row& r : rows) {
     nlohmann::json row;
     row["source"] = r.source;
@@ -595,6 +705,18 @@ nlohmann::json report_json(const validate_setup& a, const report_parts& p) {
 }
 
 }  // namespace
+
+std::string_view to_string(check_outcome outcome) {
+  switch (outcome) {
+    case check_outcome::passed:
+      return "passed";
+    case check_outcome::failed:
+      return "failed";
+    case check_outcome::lacks_power:
+      break;
+  }
+  return "lacks power";
+}
 
 matrix validate_reference_state() {
   const double d[3] = {1.0, 1.6, 0.7};
@@ -667,10 +789,9 @@ validate_report make_validate_report(const validate_setup& a, const validate_sam
   out.json = report_json(a, p).dump(2);
   out.right_accepted = p.right_accepted;
   out.wrong_rejected = p.wrong_rejected;
-  // The same verdict on the gaps extrapolated to n → ∞ (limits: the right SDE first).
-  bool ok = !p.limits.empty() && p.limits.front().adjusted_p >= a.alpha;
-  for (std::size_t i = 1; i < p.limits.size(); ++i) ok = ok && p.limits[i].adjusted_p < a.alpha;
-  out.limit_accepted = ok;
+  out.limit_accepted = p.limit_accepted;
+  out.check = p.check;
+  out.limit_check = p.limit_check;
   return out;
 }
 

@@ -3,16 +3,42 @@
 /// extrapolation, the verdicts, and the Markdown and JSON that render them (docs/validation.md).
 /// The program samples the registry's SDEs and networks; the Python module (ncsde.validate with a
 /// user's SDE, network sampler or wrong SDEs) samples its own and makes the same report here.
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fidelity/fidelity.hpp"
 #include "fidelity/variants.hpp"
 
 namespace ncsde::cli {
+
+/// The defaults of a validate run: one set for `ncsde validate`, scripts/main.sh (which runs them)
+/// and ncsde.validate. They are the study that shows power (docs/maths.md §9.5): strong attention
+/// (γ² = 1, τ₀ = ½) against 10⁵ networks per width n = 32 … 256 and 10⁵ SDE paths, where both wrong
+/// SDEs are rejected at every width and the right one is not. The model and its parameters are the
+/// study's only when no model is named (a parameter given replaces its value); a named model runs
+/// at its own defaults.
+struct validate_defaults {
+  std::string model = "attention";
+  std::vector<std::pair<std::string, double>> parameters{{"gamma2", 1.0}, {"tau0", 0.5}};
+  double t_end = 1.0;
+  std::vector<int> widths{32, 64, 128, 256};
+  long long networks = 100000;
+  long long paths = 100000;
+  double dt = 1.0 / 1024;
+  double stop_level = 5.0;
+  double tail_level = 2.5;
+  double unstopped_level = 20.0;
+  int n_k = 0;  ///< 0: n_k = n
+  std::string variants = "auto";
+  double alpha = 0.01;
+  std::string limit_exponent = "fitted";
+  std::uint64_t seed = 1;
+};
 
 /// The reference state V3 of docs/maths.md §9.1 (diagonal (1, 1.6, 0.7), ρ¹² = 0.5, ρ¹³ = 0.3,
 /// ρ²³ = 0.7): validate's default V0.
@@ -58,6 +84,14 @@ struct validate_samples {
   double network_seconds = 0.0;
 };
 
+/// The outcome of a check: the test at the widest n (--check) or the extrapolated gaps
+/// (--check-limit). A check whose wrong SDEs are not all rejected lacks power: it cannot tell the
+/// right SDE from a wrong one, so whatever the right SDE's result it neither passes nor fails.
+/// With no wrong SDE the power is not measured and the right SDE's result decides.
+enum class check_outcome { passed, failed, lacks_power };
+/// "passed", "failed", "lacks power".
+std::string_view to_string(check_outcome outcome);
+
 struct validate_report {
   std::string markdown;
   std::string json;             ///< indented by 2, no final newline
@@ -66,6 +100,9 @@ struct validate_report {
   /// --check-limit's verdict: the right SDE's extrapolated gaps 0, every wrong SDE's not (false
   /// with fewer than two widths).
   bool limit_accepted = false;
+  check_outcome check = check_outcome::failed;  ///< --check's outcome
+  /// --check-limit's outcome (unset with fewer than two widths: nothing is extrapolated).
+  std::optional<check_outcome> limit_check;
 };
 
 /// The report of the samples. Throws ncsde::invalid_argument when the samples do not fit the setup
