@@ -14,6 +14,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ncsde/analytic.hpp"
@@ -762,35 +764,55 @@ void put_fit(nlohmann::json& o, const std::string& prefix, const linear_fit& fit
 }
 }  // namespace
 
+std::vector<series_field> series_fields(const convergence_series& s) {
+  const bool weak = s.kind == error_kind::weak;
+  return {
+      {"problem", s.problem},
+      {"scheme", s.scheme},
+      {"kind", std::string(to_string(s.kind))},
+      {"order", s.fit.slope},
+      {"stderr", s.fit.slope_stderr},
+      {"ci_low", s.fit.ci_low},
+      {"ci_high", s.fit.ci_high},
+      {"expected", s.expected},
+      {"tolerance", s.tolerance},
+      {"pass", s.pass},
+      {"unresolved", s.unresolved, s.unresolved},
+      {"pre_asymptotic", s.pre_asymptotic, s.pre_asymptotic},
+      {"local_slopes", local_slopes(s.dts, s.errors), s.pre_asymptotic},
+      {"paths", s.paths},
+      {"seed", s.seed},
+      {"dts", s.dts},
+      {"errors", s.errors},
+      {"errors_stderr", s.errors_stderr},
+      {"cone_exits", s.cone_exits},
+      {"failed_paths", s.failed_paths, s.failed_paths > 0},
+      {"error_measure", s.error_measure, !s.error_measure.empty()},
+      {"reference", s.reference},
+      {"functional", s.functional, weak},
+      {"seconds", s.seconds},
+  };
+}
+
 std::string convergence_json(const std::vector<convergence_series>& series, int indent) {
   nlohmann::json doc = nlohmann::json::array();
   for (const convergence_series& s : series) {
-    nlohmann::json o;
-    o["problem"] = s.problem;
-    o["scheme"] = s.scheme;
-    o["kind"] = std::string(to_string(s.kind));
-    put_fit(o, "", s.fit);
-    o["expected"] = s.expected;
-    o["tolerance"] = s.tolerance;
-    o["pass"] = s.pass;
-    if (s.unresolved) o["unresolved"] = true;
-    if (s.pre_asymptotic) {
-      o["pre_asymptotic"] = true;
-      o["local_slopes"] = numbers(local_slopes(s.dts, s.errors));
+    nlohmann::json o = nlohmann::json::object();
+    for (const series_field& f : series_fields(s)) {
+      if (!f.in_document) continue;
+      nlohmann::json& slot = o[std::string(f.name)];
+      std::visit(
+          [&](const auto& v) {
+            using value = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<value, double>)
+              slot = number(v);
+            else if constexpr (std::is_same_v<value, std::vector<double>>)
+              slot = numbers(v);
+            else
+              slot = v;
+          },
+          f.value);
     }
-    o["paths"] = s.paths;
-    o["seed"] = s.seed;
-    o["dts"] = numbers(s.dts);
-    o["errors"] = numbers(s.errors);
-    o["errors_stderr"] = numbers(s.errors_stderr);
-    o["cone_exits"] = s.cone_exits;
-    // Present only where they say something, so that a study without failures or a custom measure
-    // keeps the document it always had.
-    if (s.failed_paths > 0) o["failed_paths"] = s.failed_paths;
-    if (!s.error_measure.empty()) o["error_measure"] = s.error_measure;
-    o["reference"] = s.reference;
-    if (s.kind == error_kind::weak) o["functional"] = s.functional;
-    o["seconds"] = number(s.seconds);
     doc.push_back(std::move(o));
   }
   return doc.dump(indent);

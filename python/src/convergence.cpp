@@ -8,6 +8,8 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "bindings.hpp"
@@ -26,31 +28,20 @@ py::array_t<double> doubles(const std::vector<double>& x) {
   return out;
 }
 
+/// A series as Python data: every field of series_fields (the description the program's JSON
+/// writes), numbers as floats (NaN kept), lists of numbers as numpy arrays.
 py::dict series_dict(const convergence_series& s) {
   py::dict d;
-  d["problem"] = s.problem;
-  d["scheme"] = s.scheme;
-  d["kind"] = std::string(to_string(s.kind));
-  d["order"] = s.fit.slope;
-  d["stderr"] = s.fit.slope_stderr;
-  d["ci_low"] = s.fit.ci_low;
-  d["ci_high"] = s.fit.ci_high;
-  d["expected"] = s.expected;
-  d["tolerance"] = s.tolerance;
-  d["pass"] = s.pass;
-  d["pre_asymptotic"] = s.pre_asymptotic;
-  d["unresolved"] = s.unresolved;
-  d["paths"] = s.paths;
-  d["seed"] = s.seed;
-  d["dts"] = doubles(s.dts);
-  d["errors"] = doubles(s.errors);
-  d["errors_stderr"] = doubles(s.errors_stderr);
-  d["cone_exits"] = s.cone_exits;
-  d["failed_paths"] = s.failed_paths;
-  d["error_measure"] = s.error_measure;
-  d["reference"] = s.reference;
-  d["functional"] = s.functional;
-  d["seconds"] = s.seconds;
+  for (const series_field& f : series_fields(s))
+    std::visit(
+        [&](const auto& v) {
+          using value = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<value, std::vector<double>>)
+            d[py::str(std::string(f.name))] = doubles(v);
+          else
+            d[py::str(std::string(f.name))] = v;
+        },
+        f.value);
   return d;
 }
 
@@ -275,10 +266,10 @@ log dt with its standard error and 95% interval, checked against the order the s
 
 problems, schemes: None (all), a name or a list of names (ncsde.convergence_problems(),
 the scheme names of ncsde.simulate). kind: "both", "strong" or "weak". paths, levels,
-first_level: 0 / −1 for each problem's defaults. Returns one dict per series: problem, scheme,
-kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, pre_asymptotic, unresolved, paths,
-seed,
-dts, errors, errors_stderr (arrays), cone_exits, failed_paths, error_measure, reference, functional, seconds.
+first_level: 0 / −1 for each problem's defaults. Returns one dict per series, the fields of the
+program's JSON (series_fields) all present: problem, scheme, kind, order, stderr, ci_low, ci_high,
+expected, tolerance, pass, unresolved, pre_asymptotic, local_slopes, paths, seed, dts, errors,
+errors_stderr (arrays), cone_exits, failed_paths, error_measure, reference, functional, seconds.
 Runs without the GIL; Ctrl-C takes effect when the current problem's run ends.
 
 A user's SDE: problems an ncsde.PythonSde, with V0 (its initial state), T, and optionally

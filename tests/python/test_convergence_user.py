@@ -76,3 +76,39 @@ def test_bad_user_studies_are_refused_naming_the_argument():
                           exact=lambda x0, w, t: np.zeros(3))
     with pytest.raises(ValueError, match="belong to a study of an ncsde.PythonSde"):
         ncsde.convergence("gbm", "em", V0=[[1.0]])
+
+
+def test_a_series_has_the_fields_of_the_programs_json(ncsde_program):
+    # One description of a series (series_fields): every key of `ncsde convergence --format json`
+    # is in the Python dict with the same value (null there, NaN here), and the dict has every
+    # field, those the document writes only where they say something included.
+    import json
+    import math
+    import subprocess
+
+    rows = ncsde.convergence("gbm", "em", kind="both", paths=300, seed=3, threads=2)
+    done = subprocess.run([ncsde_program, "convergence", "--problem", "gbm", "--scheme", "em",
+                           "--paths", "300", "--seed", "3", "--threads", "2", "--format", "json"],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert len(rows) == len(document) == 2
+    every = {"problem", "scheme", "kind", "order", "stderr", "ci_low", "ci_high", "expected",
+             "tolerance", "pass", "unresolved", "pre_asymptotic", "local_slopes", "paths", "seed",
+             "dts", "errors", "errors_stderr", "cone_exits", "failed_paths", "error_measure",
+             "reference", "functional", "seconds"}
+    for ours, theirs in zip(rows, document):
+        assert set(ours) == every
+        assert set(theirs) <= every
+        for key, value in theirs.items():
+            if key == "seconds":
+                continue
+            mine = ours[key]
+            if isinstance(value, list):
+                assert len(mine) == len(value), key
+                for a, b in zip(mine, value):
+                    assert (b is None and math.isnan(a)) or a == b, key
+            elif value is None:
+                assert math.isnan(mine), key
+            else:
+                assert mine == value, key
