@@ -764,7 +764,7 @@ void put_fit(nlohmann::json& o, const std::string& prefix, const linear_fit& fit
 }
 }  // namespace
 
-std::vector<series_field> series_fields(const convergence_series& s) {
+std::vector<report_field> series_fields(const convergence_series& s) {
   const bool weak = s.kind == error_kind::weak;
   return {
       {"problem", s.problem},
@@ -798,9 +798,9 @@ std::string convergence_json(const std::vector<convergence_series>& series, int 
   nlohmann::json doc = nlohmann::json::array();
   for (const convergence_series& s : series) {
     nlohmann::json o = nlohmann::json::object();
-    for (const series_field& f : series_fields(s)) {
+    for (const report_field& f : series_fields(s)) {
       if (!f.in_document) continue;
-      nlohmann::json& slot = o[std::string(f.name)];
+      nlohmann::json& slot = o[f.name];
       std::visit(
           [&](const auto& v) {
             using value = std::decay_t<decltype(v)>;

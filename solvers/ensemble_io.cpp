@@ -5,6 +5,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
 namespace ncsde {
 namespace {
@@ -27,6 +30,33 @@ json matrix_json(const matrix& m) {
   json rows = json::array();
   for (Eigen::Index i = 0; i < m.rows(); ++i) rows.push_back(vector_json(m.row(i).transpose()));
   return rows;
+}
+
+json vector_json(const std::vector<double>& v) {
+  json a = json::array();
+  for (const double x : v) a.push_back(number(x));
+  return a;
+}
+
+/// The fields as an object, in their order (non-finite numbers as number() writes them).
+json fields_json(const std::vector<report_field>& fields) {
+  json j = json::object();
+  for (const report_field& f : fields) {
+    if (!f.in_document) continue;
+    json& slot = j[f.name];
+    std::visit(
+        [&](const auto& v) {
+          using value = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<value, double>)
+            slot = number(v);
+          else if constexpr (std::is_same_v<value, std::vector<double>>)
+            slot = vector_json(v);
+          else
+            slot = v;
+        },
+        f.value);
+  }
+  return j;
 }
 
 json moments_json(const moments& mo) {
@@ -96,32 +126,10 @@ std::string summary_json(const ensemble_result& r, int indent) {
   j["blown_up"] = r.blown_up;
   j["blown_up_fraction"] = r.blown_up_fraction();
   j["blown_up_fraction_stderr"] = r.blown_up_stderr();
-  json et = json::object();
-  for (const double q : {0.05, 0.25, 0.5, 0.75, 0.95})
-    et[fmt::format("q{:g}", q)] = number(quantile_sorted(r.explosion_times, q));
-  j["explosion_time_quantiles"] = et;
-  json pd;
-  pd["violations"] = r.pd.violations;
-  pd["projected"] = r.pd.projected;
-  pd["refined"] = r.pd.refined;
-  pd["boundary"] = r.pd.boundary;
-  pd["paths_with_violations"] = r.paths_with_violations;
-  pd["min_eigenvalue"] = number(r.pd.min_eigenvalue);
-  j["pd"] = pd;
-  if (r.control != step_control::fixed) {
-    // Adaptive runs only: fixed-step documents stay as they were.
-    json st;
-    st["control"] = std::string(to_string(r.control));
-    st["tolerance"] = r.tolerance;
-    st["steps"] = r.steps;
-    st["refinements"] = r.stepping.refinements;
-    st["unresolved"] = r.stepping.unresolved;
-    st["deepest_halving"] = r.stepping.deepest;
-    st["steps_per_path"] = r.paths ? double(r.steps) / double(r.paths) : 0.0;
-    // Paths that used up their work limit before T (only adaptive steps can).
-    st["exhausted"] = r.exhausted;
-    j["step_control"] = st;
-  }
+  j["explosion_time_quantiles"] = fields_json(explosion_time_quantiles(r));
+  j["pd"] = fields_json(pd_fields(r));
+  // Adaptive runs only: fixed-step documents stay as they were.
+  if (r.control != step_control::fixed) j["step_control"] = fields_json(stepping_fields(r));
   j["entries"] = layout.names();
   j["terminal_completed"] = moments_json(r.terminal);
   j["at_stop"] = moments_json(r.at_stop);
@@ -133,22 +141,47 @@ std::string summary_json(const ensemble_result& r, int indent) {
   }
   j["saved"] = saved;
   json fs = json::array();
-  for (const functional_summary& f : r.functionals) {
-    json q;
-    q["name"] = f.name;
-    q["levels"] = f.levels;
-    json c = json::array(), a = json::array();
-    for (double x : f.completed) c.push_back(number(x));
-    for (double x : f.all) a.push_back(number(x));
-    q["quantiles_completed"] = c;
-    q["quantiles_all"] = a;
-    q["mean_completed"] = number(f.completed_mean);
-    q["mean_completed_stderr"] = number(f.completed_stderr);
-    fs.push_back(q);
-  }
+  for (const functional_summary& f : r.functionals) fs.push_back(fields_json(functional_fields(f)));
   j["functionals"] = fs;
   j["seconds"] = r.seconds;
   return j.dump(indent);
+}
+
+std::vector<report_field> pd_fields(const ensemble_result& r) {
+  return {{"violations", r.pd.violations},
+          {"projected", r.pd.projected},
+          {"refined", r.pd.refined},
+          {"boundary", r.pd.boundary},
+          {"paths_with_violations", r.paths_with_violations},
+          {"min_eigenvalue", r.pd.min_eigenvalue}};
+}
+
+std::vector<report_field> stepping_fields(const ensemble_result& r) {
+  return {{"control", std::string(to_string(r.control))},
+          {"tolerance", r.tolerance},
+          {"steps", r.steps},
+          {"refinements", r.stepping.refinements},
+          {"unresolved", r.stepping.unresolved},
+          {"deepest_halving", static_cast<long long>(r.stepping.deepest)},
+          {"steps_per_path", r.paths ? double(r.steps) / double(r.paths) : 0.0},
+          // Paths that used up their work limit before T (only adaptive steps can).
+          {"exhausted", r.exhausted}};
+}
+
+std::vector<report_field> explosion_time_quantiles(const ensemble_result& r) {
+  std::vector<report_field> out;
+  for (const double q : {0.05, 0.25, 0.5, 0.75, 0.95})
+    out.push_back({fmt::format("q{:g}", q), quantile_sorted(r.explosion_times, q)});
+  return out;
+}
+
+std::vector<report_field> functional_fields(const functional_summary& f) {
+  return {{"name", f.name},
+          {"levels", f.levels},
+          {"quantiles_completed", f.completed},
+          {"quantiles_all", f.all},
+          {"mean_completed", f.completed_mean},
+          {"mean_completed_stderr", f.completed_stderr}};
 }
 
 std::string summary_table(const ensemble_result& r) {

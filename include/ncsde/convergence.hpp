@@ -23,7 +23,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "ncsde/brownian.hpp"
@@ -31,6 +30,7 @@
 #include "ncsde/error.hpp"
 #include "ncsde/executor.hpp"
 #include "ncsde/integrate.hpp"
+#include "ncsde/report_field.hpp"
 #include "ncsde/schemes.hpp"
 #include "ncsde/statistics.hpp"
 #include "ncsde/stepper.hpp"
@@ -965,23 +965,14 @@ convergence_study make_convergence_study(convergence_problem<S> cp) {
 /// gbm, hadamard, matrix-gbm, noncommutative, linear-covariance, wishart.
 std::vector<convergence_study> standard_convergence_studies();
 
-/// One field of a series' result: its name, its value, and whether the JSON document writes it
-/// (unresolved, pre_asymptotic, local_slopes, failed_paths, error_measure and functional only where
-/// they say something, so that a plain study keeps the document it always had).
-struct series_field {
-  using value_type =
-      std::variant<std::string, double, bool, long long, std::uint64_t, std::vector<double>>;
-  std::string_view name;
-  value_type value;
-  bool in_document = true;
-};
-
 /// Every field of a series' result: the one description that convergence_json writes as JSON and
-/// the Python module (ncsde.convergence) as a dict with every field. problem, scheme, kind, order,
+/// the Python module (ncsde.convergence) as a dict with every field. unresolved, pre_asymptotic,
+/// local_slopes, failed_paths, error_measure and functional are in the document only where they
+/// say something. problem, scheme, kind, order,
 /// stderr, ci_low, ci_high (the fitted slope), expected, tolerance, pass, unresolved,
 /// pre_asymptotic, local_slopes, paths, seed, dts, errors, errors_stderr, cone_exits,
 /// failed_paths, error_measure, reference, functional, seconds.
-std::vector<series_field> series_fields(const convergence_series& s);
+std::vector<report_field> series_fields(const convergence_series& s);
 
 /// The series as a JSON array of objects, one per series with its series_fields (those in the
 /// document). Non-finite numbers become null.

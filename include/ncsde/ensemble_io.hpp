@@ -2,8 +2,10 @@
 /// Output of ensemble runs: CSV (one row per path) and a JSON summary.
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "ncsde/ensemble.hpp"
+#include "ncsde/report_field.hpp"
 
 namespace ncsde {
 
@@ -24,5 +26,18 @@ std::string summary_json(const ensemble_result& r, int indent = 2);
 
 /// A short human-readable table of the same summary.
 std::string summary_table(const ensemble_result& r);
+
+/// The pieces of the summary, each described once (report_field) for every writer: summary_json,
+/// `ncsde blowup`'s report and the Python module's ncsde.Result.
+/// Cone events: violations, projected, refined, boundary, paths_with_violations, min_eigenvalue.
+std::vector<report_field> pd_fields(const ensemble_result& r);
+/// Adaptive stepping: control, tolerance, steps, refinements, unresolved, deepest_halving,
+/// steps_per_path, exhausted.
+std::vector<report_field> stepping_fields(const ensemble_result& r);
+/// Quantiles q0.05, q0.25, q0.5, q0.75, q0.95 of the explosion times (NaN without blown-up paths).
+std::vector<report_field> explosion_time_quantiles(const ensemble_result& r);
+/// A summarised functional: name, levels, quantiles_completed, quantiles_all (over all paths,
+/// +inf for blown-up ones), mean_completed, mean_completed_stderr.
+std::vector<report_field> functional_fields(const functional_summary& f);
 
 }  // namespace ncsde

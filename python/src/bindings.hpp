@@ -19,6 +19,7 @@
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/executor.hpp"
+#include "ncsde/report_field.hpp"
 
 namespace ncsde::python {
 
@@ -75,6 +76,13 @@ matrix as_matrix(const py::handle& object, std::string_view where, std::string_v
 
 /// An ncsde::matrix as a new (rows, cols) float64 array.
 py::array_t<double> to_array(const matrix& x);
+
+/// A vector of numbers as a new 1-D float64 array.
+py::array_t<double> doubles(const std::vector<double>& x);
+
+/// Fields of a result (ncsde/report_field.hpp) as a dict: every field, numbers as Python numbers
+/// (NaN and ±inf kept), lists of numbers as float64 arrays.
+py::dict fields_dict(const std::vector<report_field>& fields);
 
 /// Runs job() (returning R) on a new thread with the GIL released, while the calling thread
 /// checks for signals every 50 ms (PyErr_CheckSignals, which runs Python's handlers: Ctrl-C raises

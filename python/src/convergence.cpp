@@ -8,8 +8,6 @@
 #include <atomic>
 #include <optional>
 #include <string>
-#include <type_traits>
-#include <variant>
 #include <vector>
 
 #include "bindings.hpp"
@@ -22,28 +20,9 @@ namespace ncsde::python {
 
 namespace {
 
-py::array_t<double> doubles(const std::vector<double>& x) {
-  py::array_t<double> out(static_cast<py::ssize_t>(x.size()));
-  std::copy(x.begin(), x.end(), out.mutable_data());
-  return out;
-}
-
 /// A series as Python data: every field of series_fields (the description the program's JSON
 /// writes), numbers as floats (NaN kept), lists of numbers as numpy arrays.
-py::dict series_dict(const convergence_series& s) {
-  py::dict d;
-  for (const series_field& f : series_fields(s))
-    std::visit(
-        [&](const auto& v) {
-          using value = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<value, std::vector<double>>)
-            d[py::str(std::string(f.name))] = doubles(v);
-          else
-            d[py::str(std::string(f.name))] = v;
-        },
-        f.value);
-  return d;
-}
+py::dict series_dict(const convergence_series& s) { return fields_dict(series_fields(s)); }
 
 /// `value` (None, a name or a list of names) as a list of names; empty for None.
 std::vector<std::string> names_of(const py::object& value) {

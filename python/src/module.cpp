@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <type_traits>
+#include <variant>
+
 #include "bindings.hpp"
 #include "limits.hpp"
 #include "ncsde/error.hpp"
@@ -76,6 +80,26 @@ py::array_t<double> to_array(const matrix& x) {
   for (Eigen::Index i = 0; i < x.rows(); ++i)
     for (Eigen::Index j = 0; j < x.cols(); ++j) o(i, j) = x(i, j);
   return out;
+}
+
+py::array_t<double> doubles(const std::vector<double>& x) {
+  py::array_t<double> out(static_cast<py::ssize_t>(x.size()));
+  std::copy(x.begin(), x.end(), out.mutable_data());
+  return out;
+}
+
+py::dict fields_dict(const std::vector<report_field>& fields) {
+  py::dict d;
+  for (const report_field& f : fields)
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::vector<double>>)
+            d[py::str(f.name)] = doubles(v);
+          else
+            d[py::str(f.name)] = v;
+        },
+        f.value);
+  return d;
 }
 
 }  // namespace ncsde::python

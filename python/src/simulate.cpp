@@ -67,12 +67,6 @@ py::array_t<double> state_array(const state_layout& layout, const std::vector<py
   return out;
 }
 
-py::array_t<double> doubles(const std::vector<double>& x) {
-  py::array_t<double> out(static_cast<py::ssize_t>(x.size()));
-  std::copy(x.begin(), x.end(), out.mutable_data());
-  return out;
-}
-
 /// The per-path arrays of r (which kept its paths' records).
 void fill_paths(result_handle& h) {
   using namespace pybind11::literals;
@@ -136,17 +130,6 @@ python_state python_initial_state(const py::handle& v0, state_space space) {
   return s;
 }
 
-py::dict pd_dict(const ensemble_result& r) {
-  py::dict d;
-  d["violations"] = r.pd.violations;
-  d["projected"] = r.pd.projected;
-  d["refined"] = r.pd.refined;
-  d["boundary"] = r.pd.boundary;
-  d["min_eigenvalue"] = r.pd.min_eigenvalue;
-  d["paths_with_violations"] = r.paths_with_violations;
-  return d;
-}
-
 }  // namespace
 
 void bind_simulate(py::module_& m) {
@@ -184,19 +167,13 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           "Steps taken, summed over the paths (adaptive runs; 0 with fixed "
           "steps).")
       .def_property_readonly(
-          "pd", [](const result_handle& h) { return pd_dict(h.r); },
+          "pd", [](const result_handle& h) { return fields_dict(pd_fields(h.r)); },
           "Cone events: violations, projected, refined, boundary, "
           "min_eigenvalue, paths_with_violations (zero off the cone).")
-      .def_property_readonly("stepping",
-                             [](const result_handle& h) {
-                               py::dict d;
-                               d["control"] = std::string(to_string(h.r.control));
-                               d["tolerance"] = h.r.tolerance;
-                               d["refinements"] = h.r.stepping.refinements;
-                               d["unresolved"] = h.r.stepping.unresolved;
-                               d["deepest"] = h.r.stepping.deepest;
-                               return d;
-                             })
+      .def_property_readonly(
+          "stepping", [](const result_handle& h) { return fields_dict(stepping_fields(h.r)); },
+          "Adaptive stepping, as the JSON summary's step_control: control, tolerance, steps, "
+          "refinements, unresolved, deepest_halving, steps_per_path, exhausted.")
       .def_property_readonly("seed", [](const result_handle& h) { return h.r.seed; })
       .def_property_readonly("scheme", [](const result_handle& h) { return h.r.scheme; })
       .def_property_readonly("threads", [](const result_handle& h) { return h.r.threads; })
@@ -242,19 +219,16 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           [](const result_handle& h) {
             py::dict out;
             for (const functional_summary& f : h.r.functionals) {
-              py::dict d;
-              d["levels"] = doubles(f.levels);
-              d["completed"] = doubles(f.completed);
-              d["all"] = doubles(f.all);
-              d["mean"] = f.completed_mean;
-              d["stderr"] = f.completed_stderr;
+              py::dict d = fields_dict(functional_fields(f));
+              d.attr("pop")("name");
               out[py::str(f.name)] = d;
             }
             return out;
           },
           "Quantiles of the summarised functionals (ρ^{ab} and V^{aa} on square symmetric "
-          "states, as `ncsde simulate`): name -> dict(levels, completed (quantiles over completed "
-          "paths), all (over all paths, +inf for blown-up ones), mean, stderr).")
+          "states, as `ncsde simulate`): name -> dict with the JSON summary's fields: levels, "
+          "quantiles_completed (over completed paths), quantiles_all (over all paths, +inf for "
+          "blown-up ones), mean_completed, mean_completed_stderr.")
       .def(
           "summary_json", [](const result_handle& h) { return summary_json(h.r); },
           "The summary as the JSON document `ncsde simulate --format json` prints.")

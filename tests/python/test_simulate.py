@@ -39,7 +39,7 @@ def test_result_shapes_and_dtypes():
     done = r.terminal[r.status == "completed"]
     assert np.allclose(r.terminal_mean, done.mean(axis=0), rtol=1e-12, atol=1e-14)
     assert set(r.functionals) == {"rho12", "V11", "V22"}
-    assert r.functionals["rho12"]["completed"].shape == (7,)
+    assert r.functionals["rho12"]["quantiles_completed"].shape == (7,)
     assert json.loads(r.summary_json())["paths"] == 50
     for key in ("violations", "projected", "boundary", "paths_with_violations"):
         assert isinstance(r.pd[key], int)
@@ -299,3 +299,32 @@ def test_complex_values_are_refused_not_truncated():
                                     noise_dimension=1)
     with pytest.raises(ValueError, match="drift returned complex values"):
         ncsde.simulate(complex_drift, np.zeros(1), 0.1, dt=0.01, paths=2)
+
+
+def test_result_dicts_are_the_summary_json():
+    # One description of the summary's pieces (ncsde/ensemble_io.hpp): Result.pd, .stepping and
+    # .functionals hold the JSON summary's fields, under its names, with its values.
+    sde = ncsde.models.covariance_sde("attention", gamma2=1.0, tau0=0.5)
+    r = ncsde.simulate(sde, V0, 1.0, dt=0.05, paths=40, seed=6, step_control="increment",
+                       tolerance=0.1, threads=1)
+    summary = json.loads(r.summary_json())
+
+    def same(ours, theirs):
+        assert set(ours) == set(theirs)
+        for key, value in theirs.items():
+            mine = ours[key]
+            if isinstance(value, list):
+                assert [None if not np.isfinite(x) else x for x in mine] == \
+                    [None if x in (None, "inf", "-inf") else x for x in value], key
+            elif value is None:
+                assert np.isnan(mine), key
+            else:
+                assert mine == value, key
+
+    same(r.pd, summary["pd"])
+    same(r.stepping, summary["step_control"])
+    assert r.stepping["steps"] == r.steps and r.stepping["deepest_halving"] >= 0
+    functionals = {f["name"]: f for f in summary["functionals"]}
+    assert set(r.functionals) == set(functionals) and "rho12" in functionals
+    for name, f in r.functionals.items():
+        same(f, {k: v for k, v in functionals[name].items() if k != "name"})

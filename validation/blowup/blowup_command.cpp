@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include <algorithm>
 #include <cmath>
@@ -40,6 +41,7 @@
 #include "models/step_flags.hpp"
 #include "mpi_world.hpp"
 #include "ncsde/ensemble.hpp"
+#include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/schemes.hpp"
 #include "ncsde/statistics.hpp"
@@ -105,8 +107,6 @@ std::vector<curve_point> blowup_curve(const ensemble_result& r, int grid) {
   return out;
 }
 
-constexpr double quantile_levels[] = {0.05, 0.25, 0.5, 0.75, 0.95};
-
 std::string json_report(const blowup_args& a, const ensemble_result& r,
                         const std::vector<curve_point>& curve) {
   using nlohmann::json;
@@ -125,15 +125,19 @@ std::string json_report(const blowup_args& a, const ensemble_result& r,
   j["threads"] = r.threads;
   j["blowup_threshold"] = a.blowup_threshold;
   j["blown_up"] = r.blown_up;
-  // Paths that used up their work limit (docs/step_control.md): P(τ ≤ T) lies between blown_up_fraction
-  // and (blown_up + exhausted)/paths.
-  j["exhausted"] = r.exhausted;
   j["blown_up_fraction"] = r.blown_up_fraction();
   j["blown_up_fraction_stderr"] = r.blown_up_stderr();
   json q = json::object();
-  for (const double level : quantile_levels)
-    q[fmt::format("q{:g}", level)] = number(quantile_sorted(r.explosion_times, level));
+  for (const report_field& f : explosion_time_quantiles(r))
+    q[f.name] = number(std::get<double>(f.value));
   j["explosion_time_quantiles"] = q;
+  // The stepping counters of the ensemble summary (stepping_fields), at the top level, the
+  // control and tolerance named above. exhausted: paths that used up their work limit
+  // (docs/step_control.md): P(τ ≤ T) lies between blown_up_fraction and (blown_up +
+  // exhausted)/paths.
+  for (const report_field& f : stepping_fields(r))
+    if (f.name != "control" && f.name != "tolerance")
+      std::visit([&](const auto& v) { j[f.name] = v; }, f.value);
   // A distribution-free 95% interval of the median of τ given τ ≤ T: the order statistics of ranks
   // n/2 ∓ 1.96·√n/2 among the n blown-up paths (the binomial(n, ½) count below the median).
   const auto& times = r.explosion_times;
@@ -156,11 +160,6 @@ std::string json_report(const blowup_args& a, const ensemble_result& r,
                  {"wilson_lower", p.lower},
                  {"wilson_upper", p.upper}});
   j["curve"] = c;
-  j["steps"] = r.steps;
-  j["steps_per_path"] = r.paths ? double(r.steps) / double(r.paths) : 0.0;
-  j["refinements"] = r.stepping.refinements;
-  j["unresolved"] = r.stepping.unresolved;
-  j["deepest_halving"] = r.stepping.deepest;
   j["seconds"] = r.seconds;
   return j.dump(2);
 }
@@ -182,8 +181,8 @@ void table_report(const blowup_args& a, const ensemble_result& r,
         "and {:.5f}\n",
         r.exhausted, r.blown_up_fraction(), double(r.blown_up + r.exhausted) / double(r.paths));
   os << "explosion time given tau <= T:";
-  for (const double level : quantile_levels)
-    os << fmt::format("  q{:g} = {:.6g}", level, quantile_sorted(r.explosion_times, level));
+  for (const report_field& f : explosion_time_quantiles(r))
+    os << fmt::format("  {} = {:.6g}", f.name, std::get<double>(f.value));
   os << '\n';
   os << fmt::format(
       "steps per path {:.1f}, refinements {}, unresolved {}, deepest halving {} ({:.2f} s, "
