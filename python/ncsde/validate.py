@@ -173,26 +173,10 @@ def _user_validate(sde: Any, V0: Any, T: float, widths: Sequence[int], networks:
                          f"{v0.shape})")
     m = v0.shape[0]
     widths = [int(n) for n in widths]
-    if not widths:
-        raise ValueError("validate: widths is an empty list (expected a list of widths)")
-    for i, n in enumerate(widths):
-        if n < 2 or (i and n <= widths[i - 1]):
-            raise ValueError(f"validate: widths must be strictly increasing, each >= 2 "
-                             f"(got {widths})")
-    if not (stop_level > 0 and np.isfinite(stop_level)):
-        raise ValueError(f"validate: stop_level must be > 0 and finite (got {stop_level})")
-    for label, level in (("tail_level", tail_level),
-                         ("unstopped_tail_level", unstopped_tail_level)):
-        if not (level > 0 and np.isfinite(level)):
-            raise ValueError(f"validate: {label} must be > 0 and finite (got {level})")
-    if not 0 < alpha < 1:
-        raise ValueError(f"validate: alpha must be in (0, 1) (got {alpha})")
-    given = None
-    if limit_exponent != "fitted":
-        given = float(limit_exponent)
-        if not 0 < given <= 4:
-            raise ValueError(f"validate: limit_exponent must be 'fitted' or a number in (0, 4] "
-                             f"(got {limit_exponent})")
+    # The program's checks of the settings (check_validate_settings), with this function's names.
+    given = _core._check_validate_settings(
+        widths, float(stop_level), float(tail_level), float(unstopped_tail_level), float(alpha),
+        limit_exponent if isinstance(limit_exponent, str) else _number_text(limit_exponent))
     registry = isinstance(sde, _models.CovarianceSde)
     if sampler is None and samples is None and not registry:
         raise ValueError("validate: an SDE that is not a registry model has no finite networks: "

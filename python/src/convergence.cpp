@@ -8,10 +8,12 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bindings.hpp"
 #include "limits.hpp"
+#include "model_handle.hpp"
 #include "ncsde/convergence.hpp"
 #include "ncsde/error.hpp"
 #include "python_convergence.hpp"
@@ -24,11 +26,25 @@ namespace {
 /// writes), numbers as floats (NaN kept), lists of numbers as numpy arrays.
 py::dict series_dict(const convergence_series& s) { return fields_dict(series_fields(s)); }
 
-/// `value` (None, a name or a list of names) as a list of names; empty for None.
-std::vector<std::string> names_of(const py::object& value) {
+/// `value` (None, a name or a list of names) as a list of names; empty for None. ValueError naming
+/// `what` for anything else (a registry model among them: its orders are not measured here).
+std::vector<std::string> names_of(const py::object& value, std::string_view what) {
   if (value.is_none()) return {};
   if (py::isinstance<py::str>(value)) return {value.cast<std::string>()};
-  return value.cast<std::vector<std::string>>();
+  if (py::isinstance<model_handle>(value))
+    throw py::value_error(fmt::format(
+        "convergence: {} is a registry model (an ncsde.models.CovarianceSde), whose orders "
+        "this function does not measure: it has no closed-form solution and no noise map in "
+        "Python. Give the named problems (ncsde.convergence_problems()), or the SDE as an "
+        "ncsde.PythonSde (drift and noise map) with V0 and T",
+        what));
+  try {
+    return value.cast<std::vector<std::string>>();
+  } catch (const py::cast_error&) {
+    throw py::value_error(
+        fmt::format("convergence: {} must be None, a name or a list of names (got {})", what,
+                    py::repr(value).cast<std::string>()));
+  }
 }
 
 /// A Python object shared by copies of std::functions on the engine's threads: the copies share
@@ -196,7 +212,8 @@ void bind_convergence(py::module_& m) {
         opt.weak = kind != "strong";
         opt.progress = progress_mode::off;
         opt.weak_differences = weak_differences;
-        if (const std::vector<std::string> s = names_of(schemes); !s.empty()) opt.schemes = s;
+        if (const std::vector<std::string> s = names_of(schemes, "schemes"); !s.empty())
+          opt.schemes = s;
         if (py::isinstance<python_callbacks>(problems)) {
           opt.paths = 0;  // the problem's paths (below) are the run's
           opt.levels = 0;
@@ -205,13 +222,13 @@ void bind_convergence(py::module_& m) {
                                            t_end, exact, weak, noise, name, levels, first_level,
                                            paths, opt);
         }
+        const std::vector<std::string> wanted = names_of(problems, "problems");
         if (!v0.is_none() || !exact.is_none() || !weak.is_none())
           throw py::value_error(
               "convergence: V0, exact and weak belong to a study of an ncsde.PythonSde (the "
               "named problems have their own)");
 
         const std::vector<convergence_study> studies = standard_convergence_studies();
-        std::vector<std::string> wanted = names_of(problems);
         std::vector<std::string> known;
         for (const convergence_study& s : studies) known.push_back(s.name);
         for (const std::string& w : wanted)

@@ -215,6 +215,15 @@ void bind_validate(py::module_& m) {
       "_validate_reference_state", [] { return to_array(cli::validate_reference_state()); },
       "validate's default V0, the reference state V3 of docs/maths.md §9.1.");
   m.def(
+      "_check_validate_settings",
+      [](const std::vector<int>& widths, double stop_level, double tail_level,
+         double unstopped_level, double alpha, const std::string& limit_exponent) {
+        return cli::check_validate_settings(widths, stop_level, tail_level, unstopped_level, alpha,
+                                            limit_exponent, "widths");
+      },
+      "validate's checks of its settings (cli::check_validate_settings), the widths named "
+      "widths: ValueError naming the setting; returns the given limit exponent or None.");
+  m.def(
       "_validate_defaults",
       [] {
         const cli::validate_defaults d;

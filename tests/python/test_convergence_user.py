@@ -76,6 +76,11 @@ def test_bad_user_studies_are_refused_naming_the_argument():
                           exact=lambda x0, w, t: np.zeros(3))
     with pytest.raises(ValueError, match="belong to a study of an ncsde.PythonSde"):
         ncsde.convergence("gbm", "em", V0=[[1.0]])
+    # A registry model and other objects that are not names: a ValueError that says what to give.
+    with pytest.raises(ValueError, match="problems is a registry model"):
+        ncsde.convergence(ncsde.models.covariance_sde("attention"), "em", V0=np.eye(2))
+    with pytest.raises(ValueError, match=r"schemes must be None, a name or a list of .* \(got 3\)"):
+        ncsde.convergence("gbm", 3)
 
 
 def test_a_series_has_the_fields_of_the_programs_json(ncsde_program):

@@ -124,6 +124,16 @@ def test_bad_user_parts_are_refused_naming_them():
     with pytest.raises(TypeError, match="an SDE must be"):
         ncsde.validate(sde, V0, widths=(8,), networks=10, paths=10, variants=[("x", 3.0)],
                        sampler=lambda n, d, count, seed: np.broadcast_to(V0, (count, d + 1, 3, 3)))
+    # The settings are checked by the program's rules (check_validate_settings), named as here.
+    flat = lambda n, d, count, seed: np.broadcast_to(V0, (count, d + 1, 3, 3))  # noqa: E731
+    for kwargs, text in ((dict(widths=(16, 8)), r"widths must be > 16 .* \(got 8\)"),
+                         (dict(widths=()), "widths must be a list of widths"),
+                         (dict(stop_level=float("inf")), "stop_level must be > 0 and finite"),
+                         (dict(alpha=1.0), r"alpha must be in \(0, 1\)"),
+                         (dict(limit_exponent=5.0), r"limit_exponent must be 'fitted' or a")):
+        with pytest.raises(ValueError, match=text):
+            ncsde.validate(sde, V0, **{"widths": (8,), "networks": 10, "paths": 10, **kwargs},
+                           sampler=flat)
 
 
 def test_the_registrys_general_activation_is_the_user_model():

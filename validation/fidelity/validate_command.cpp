@@ -191,16 +191,10 @@ std::optional<validate_plan> plan_validate(const validate_args& a) {
     throw_invalid_argument("validate", "V0", "a 1x1 matrix", "at least 2x2 (ρ needs two tokens)");
   check_initial_size(v0, models::sde_sample_options{}.blowup_threshold,
                      "the SDE runs' blow-up threshold");
-  if (a.widths.empty())
-    throw_invalid_argument("validate", "n", "an empty list", "a list of widths");
+  plan.given_exponent = check_validate_settings(a.widths, a.stop_level, a.tail_level,
+                                                a.unstopped_level, a.alpha, a.limit_exponent);
   std::vector<int>& widths = plan.widths;
   widths = a.widths;
-  for (std::size_t i = 0; i < widths.size(); ++i) {
-    if (widths[i] < 2) throw_invalid_argument("validate", "n", widths[i], ">= 2 (each width)");
-    if (i > 0 && widths[i] <= widths[i - 1])
-      throw_invalid_argument("validate", "n", widths[i],
-                             fmt::format("> {} (widths strictly increasing)", widths[i - 1]));
-  }
   // A shard runs the samples [A, B) of [0, max(networks, paths)): networks [A, B) ∩ [0,
   // networks) of every width, paths [A, B) ∩ [0, paths) of every SDE run.
   plan.shard = !a.partial.empty() || !a.paths_range.empty();
@@ -218,27 +212,6 @@ std::optional<validate_plan> plan_validate(const validate_args& a) {
   if (a.check_limit && widths.size() < 2)
     throw_invalid_argument("validate", "check_limit", fmt::format("{} width", widths.size()),
                            "two widths or more (the extrapolation to n → ∞ needs them)");
-  if (!(a.stop_level > 0.0) || !std::isfinite(a.stop_level))
-    throw_invalid_argument("validate", "stop_level", a.stop_level, "> 0 and finite");
-  if (!(a.tail_level > 0.0) || !std::isfinite(a.tail_level))
-    throw_invalid_argument("validate", "tail_level", a.tail_level, "> 0 and finite");
-  if (!(a.unstopped_level > 0.0) || !std::isfinite(a.unstopped_level))
-    throw_invalid_argument("validate", "unstopped_tail_level", a.unstopped_level, "> 0 and finite");
-  if (!(a.alpha > 0.0 && a.alpha < 1.0))
-    throw_invalid_argument("validate", "alpha", a.alpha, "in (0, 1)");
-  // --limit-exponent: "fitted" (the rate fitted to the right SDE's gaps when it is resolved,
-  // else 1/2) or a number in (0, 4].
-  std::optional<double>& given_exponent = plan.given_exponent;
-  if (a.limit_exponent != "fitted") {
-    double beta = std::numeric_limits<double>::quiet_NaN();
-    const char* first = a.limit_exponent.data();
-    const char* last = first + a.limit_exponent.size();
-    const auto [end, ec] = std::from_chars(first, last, beta);
-    if (ec != std::errc() || end != last || !(beta > 0.0 && beta <= 4.0))
-      throw_invalid_argument("validate", "limit_exponent", a.limit_exponent,
-                             "'fitted' or a number in (0, 4]");
-    given_exponent = beta;
-  }
 
   // The wrong SDEs are variants of the four architectures' covariance_sde (variants.hpp); another
   // registered model has none, so its report has no power check.

@@ -5,15 +5,18 @@
 
 #include <algorithm>
 #include <boost/math/special_functions/erf.hpp>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "ncsde/error.hpp"
+#include "ncsde/networks/sample.hpp"
 #include "ncsde/statistics.hpp"
 #include "ncsde/symmetric.hpp"
 
@@ -706,6 +709,39 @@ nlohmann::json report_json(const validate_setup& a, const report_parts& p) {
 
 }  // namespace
 
+std::optional<double> check_validate_settings(const std::vector<int>& widths, double stop_level,
+                                              double tail_level, double unstopped_level,
+                                              double alpha, const std::string& limit_exponent,
+                                              std::string_view widths_name) {
+  if (widths.empty())
+    throw_invalid_argument("validate", widths_name, "an empty list", "a list of widths");
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    if (widths[i] < 2)
+      throw_invalid_argument("validate", widths_name, widths[i], ">= 2 (each width)");
+    if (i > 0 && widths[i] <= widths[i - 1])
+      throw_invalid_argument("validate", widths_name, widths[i],
+                             fmt::format("> {} (widths strictly increasing)", widths[i - 1]));
+  }
+  if (!(stop_level > 0.0) || !std::isfinite(stop_level))
+    throw_invalid_argument("validate", "stop_level", stop_level, "> 0 and finite");
+  if (!(tail_level > 0.0) || !std::isfinite(tail_level))
+    throw_invalid_argument("validate", "tail_level", tail_level, "> 0 and finite");
+  if (!(unstopped_level > 0.0) || !std::isfinite(unstopped_level))
+    throw_invalid_argument("validate", "unstopped_tail_level", unstopped_level, "> 0 and finite");
+  if (!(alpha > 0.0 && alpha < 1.0))
+    throw_invalid_argument("validate", "alpha", alpha, "in (0, 1)");
+  // "fitted": the rate fitted to the right SDE's gaps when it is resolved, else 1/2.
+  if (limit_exponent == "fitted") return std::nullopt;
+  double beta = std::numeric_limits<double>::quiet_NaN();
+  const char* first = limit_exponent.data();
+  const char* last = first + limit_exponent.size();
+  const auto [end, ec] = std::from_chars(first, last, beta);
+  if (ec != std::errc() || end != last || !(beta > 0.0 && beta <= 4.0))
+    throw_invalid_argument("validate", "limit_exponent", limit_exponent,
+                           "'fitted' or a number in (0, 4]");
+  return beta;
+}
+
 std::string_view to_string(check_outcome outcome) {
   switch (outcome) {
     case check_outcome::passed:
@@ -829,31 +865,24 @@ void stop_network_layers(int m, const std::vector<std::vector<vector>>& layers, 
     if (path.empty())
       throw_invalid_argument("validate", "networks", "a network without layers",
                              "V at layers 0..d");
-    path_status status = path_status::completed;
     const vector* at_stop = &path.back();
     const vector* at_end = &path.back();
-    bool passed = false;
+    networks::layer_stop_rule rule{stop_level};
     for (std::size_t l = 1; l < path.size(); ++l) {
       const vector& v = path[l];
       if (v.size() != K)
         throw_invalid_argument("validate", "networks", fmt::format("{} coordinates", v.size()),
                                fmt::format("{} (an {}x{} V)", K, m, m));
-      const bool finite = v.allFinite();
       double diagonal = -std::numeric_limits<double>::infinity();
       for (int i = 0; i < m; ++i) diagonal = std::max(diagonal, v(packed_index(i, i, m)));
-      if (!finite || (!passed && diagonal > stop_level)) {
-        if (!passed) {
-          status = finite ? path_status::stopped : path_status::blown_up;
-          at_stop = &v;
-          passed = true;
-        }
-        if (!finite) {
-          status = path_status::blown_up;
-          at_end = &v;
-          break;
-        }
+      const networks::layer_stop_rule::outcome o = rule.observe(v.allFinite(), diagonal);
+      if (o.stops) at_stop = &v;
+      if (o.ends) {
+        at_end = &v;
+        break;
       }
     }
+    const path_status status = rule.status;
     stopped.status.push_back(status);
     stopped.packed.push_back(*at_stop);
     unstopped.status.push_back(status == path_status::blown_up ? path_status::blown_up

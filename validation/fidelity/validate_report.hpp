@@ -56,6 +56,16 @@ std::vector<sde_variant> validate_variants(const std::string& text,
                                            const models::covariance_sde* shaped,
                                            const std::string& model, std::string_view flag);
 
+/// The settings of a run, checked as `ncsde validate` and ncsde.validate check them before any
+/// sample is drawn (each rule once): the widths non-empty, each ≥ 2 and strictly increasing; the
+/// stop, tail and unstopped tail levels > 0 and finite; α in (0, 1); the limit exponent "fitted" or
+/// a number in (0, 4], returned (unset for "fitted"). Throws ncsde::invalid_argument naming the
+/// setting (the widths as `widths_name`: the program's flag is --n, Python's argument widths).
+std::optional<double> check_validate_settings(const std::vector<int>& widths, double stop_level,
+                                              double tail_level, double unstopped_level,
+                                              double alpha, const std::string& limit_exponent,
+                                              std::string_view widths_name = "n");
+
 /// What the report says of the run besides its samples.
 struct validate_setup {
   std::string model;            ///< the title's and the JSON's "model"
@@ -125,7 +135,7 @@ void write_validate_paths(std::ostream& out, int m, const std::vector<sampled_pa
 /// The stopped and unstopped samples of network covariances given at every layer: `layers`
 /// [network][layer l = 0..d] packed V. Stopped: at the first l ≥ 1 where V is not finite (status
 /// blown_up) or max_a V^aa > stop_level (status stopped), else completed at d; unstopped: V at d
-/// (blown_up once any layer was not finite). The rule of networks::sample_networks.
+/// (blown_up once any layer was not finite): networks::layer_stop_rule, as sample_networks.
 void stop_network_layers(int m, const std::vector<std::vector<vector>>& layers, double stop_level,
                          stopped_sample& stopped, stopped_sample& unstopped);
 

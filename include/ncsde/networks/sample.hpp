@@ -62,6 +62,34 @@ struct network_options {
   std::optional<path_range> range;
 };
 
+/// The stop rule of a network, fed its layers l = 1, 2, … in order (docs/maths.md §8.1): the first
+/// layer with a non-finite V (blown up) or with max_a V^{aa} > K (stopped) is where the stopped
+/// process stops; a non-finite V also ends the network, blown up. One rule for sample_networks and
+/// for networks given as arrays of layers (ncsde validate's user networks, stop_network_layers).
+struct layer_stop_rule {
+  double stop_level = std::numeric_limits<double>::infinity();
+  path_status status = path_status::completed;  ///< the network's, after the layers seen
+  bool passed = false;                          ///< the stopped process has stopped
+  struct outcome {
+    bool stops = false;  ///< the stopped process stops at this layer (the first such)
+    bool ends = false;   ///< V is not finite: the network ends here, blown up
+  };
+  outcome observe(bool finite, double max_diagonal) {
+    outcome o;
+    if (finite && (passed || !(max_diagonal > stop_level))) return o;
+    if (!passed) {
+      status = finite ? path_status::stopped : path_status::blown_up;
+      passed = true;
+      o.stops = true;
+    }
+    if (!finite) {
+      status = path_status::blown_up;
+      o.ends = true;
+    }
+    return o;
+  }
+};
+
 /// One network: its status (completed, stopped at max_a V^{aa} > K, or blown_up on a non-finite V),
 /// the layer τ at which it stopped (depths.back() when completed), and the upper triangle of V
 /// (row-major, as pack_upper) at each recorded depth: frozen at V_τ after stopping, or the unstopped
@@ -160,24 +188,20 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
     typename N::state s = net.initial_state(v0, stream);
     std::size_t next_depth = 0;
     matrix v = net.covariance(s);
-    bool passed = false;
+    layer_stop_rule rule{opt.stop_level};
     for (int l = 0;; ++l) {
       if (l > 0) {
-        const bool finite = v.allFinite();
-        if (!finite || (!passed && v.diagonal().maxCoeff() > opt.stop_level)) {
-          if (!passed) {
-            rec.status = finite ? path_status::stopped : path_status::blown_up;
-            rec.stop_layer = l;
-            rec.at_stop.resize(K);
-            pack_upper(v, rec.at_stop);
-            passed = true;
-          }
-          if (!finite) rec.status = path_status::blown_up;
-          if (!finite || !opt.continue_after_stop) {
-            for (; next_depth < out.depths.size(); ++next_depth)
-              pack_upper(v, rec.packed[next_depth]);
-            return;
-          }
+        const layer_stop_rule::outcome o = rule.observe(v.allFinite(), v.diagonal().maxCoeff());
+        rec.status = rule.status;
+        if (o.stops) {
+          rec.stop_layer = l;
+          rec.at_stop.resize(K);
+          pack_upper(v, rec.at_stop);
+        }
+        if (o.ends || (o.stops && !opt.continue_after_stop)) {
+          for (; next_depth < out.depths.size(); ++next_depth)
+            pack_upper(v, rec.packed[next_depth]);
+          return;
         }
       }
       while (next_depth < out.depths.size() && out.depths[next_depth] == l)
@@ -187,10 +211,7 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
       net.step(s, static_cast<std::uint64_t>(l), stream);
       v = net.covariance(s);
     }
-    if (!passed) {
-      rec.status = path_status::completed;
-      rec.stop_layer = last;
-    }
+    if (!rule.passed) rec.stop_layer = last;
   };
 
   // Network i writes only its own record: the blocks need no reduction, and any block size gives
