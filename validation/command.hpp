@@ -128,6 +128,11 @@ inline CLI::Option* add_threads_flag(CLI::App& sub, int& threads) {
       ->capture_default_str();
 }
 
+/// --plots DIR: the directory a command writes its data and figures into; `what` says which.
+inline CLI::Option* add_plots_flag(CLI::App& sub, std::string& dir, const std::string& what) {
+  return sub.add_option("--plots", dir, what)->type_name("DIR");
+}
+
 /// One `ncsde <name>` subcommand. setup() adds the options to the CLI11 subcommand `sub` and
 /// returns the action to run once the command line has been parsed (it returns the exit code).
 struct command {

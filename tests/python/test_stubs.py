@@ -68,3 +68,31 @@ def test_every_public_name_has_a_stub_and_back():
                     assert hasattr(obj, member), (name, member)
                 runtime = {n for n in vars(obj) if not n.startswith("_")}  # its own, not inherited
                 assert runtime <= stub_members, (name, runtime - stub_members)
+
+
+def registry_schemes(ncsde_program) -> list[str]:
+    import subprocess
+
+    listed = subprocess.run([ncsde_program, "convergence", "--list-schemes"], capture_output=True,
+                            text=True, timeout=60, stdin=subprocess.DEVNULL).stdout
+    return [line.split()[0] for line in listed.splitlines()[1:] if line.strip()]
+
+
+def test_the_scheme_literal_and_the_plot_colours_follow_the_registry(ncsde_program):
+    # The stub's Scheme literal names the registry's schemes in its order, and the convergence
+    # plot gives each of them its own colour (from the names the program passes, no list there).
+    import importlib.util
+
+    schemes = registry_schemes(ncsde_program)
+    assert len(schemes) >= 4 and schemes[0] == "em"
+    tree = ast.parse((PACKAGE / "__init__.pyi").read_text())
+    literal = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                   and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "Scheme")
+    assert [element.value for element in literal.slice.elts] == schemes
+    script = Path(__file__).resolve().parents[2] / "validation" / "plots" / "convergence_plot.py"
+    spec = importlib.util.spec_from_file_location("convergence_plot", script)
+    plot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot)
+    colours = plot.scheme_colours(schemes, [{"scheme": "a-new-scheme"}])
+    assert set(colours) == {*schemes, "a-new-scheme"}
+    assert len(set(colours.values())) == len(colours)

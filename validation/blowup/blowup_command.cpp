@@ -311,7 +311,7 @@ command blowup_command() {
         ->transform(decimal_integer)
         ->capture_default_str();
     add_format_flag(sub, a->format, "Report format");
-    sub.add_option("--plots", a->plots, "Write blowup.csv and blowup.png into this directory");
+    add_plots_flag(sub, a->plots, "Write blowup.csv and blowup.png into this directory");
     return [a]() { return run_blowup_command(*a); };
   };
   return c;

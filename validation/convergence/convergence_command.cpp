@@ -230,7 +230,10 @@ int run_convergence_command(const convergence_args& a) {
     plots[0]->stream() << convergence_json(all) << '\n';
     if (!plots[0]->commit()) return exit_failure;
     const std::filesystem::path json = dir / "convergence.json";
-    if (!run_plot_script("convergence", script.string(), {json.string(), dir.string()}))
+    // The registry's scheme names fix each scheme's colour (convergence_plot.py).
+    if (!run_plot_script(
+            "convergence", script.string(),
+            {json.string(), dir.string(), fmt::format("{}", fmt::join(scheme_names(), ","))}))
       return exit_failure;
   }
 
@@ -284,7 +287,7 @@ command convergence_command() {
         ->transform(decimal_integer)
         ->check(CLI::Range(0, 20));
     add_format_flag(sub, a->format, "Output format");
-    sub.add_option("--plots", a->plots,
+    add_plots_flag(sub, a->plots,
                    "Write convergence.json and one PNG per problem into this directory");
     sub.add_option("--strong-tolerance", a->strong_tolerance, "Pass band of strong orders")
         ->check(CLI::PositiveNumber)

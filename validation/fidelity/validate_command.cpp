@@ -601,7 +601,7 @@ void add_validate_options(CLI::App& sub, validate_args* a) {
       ->capture_default_str();
   add_seed_flag(sub, a->seed, "Seed of the random streams");
   add_threads_flag(sub, a->threads);
-  sub.add_option("--plots", a->plots, "Write data, report and PNG plots to this directory");
+  add_plots_flag(sub, a->plots, "Write data, report and PNG plots to this directory");
   add_format_flag(sub, a->format, "Output");
   sub.add_flag("--check", a->check,
                "Exit 0 when the right SDE is not rejected at the largest n and every wrong SDE "

@@ -257,7 +257,7 @@ command merge_command() {
         ->check(CLI::ExistingFile);
     sub.add_option("--out", a->out, "Write one CSV row per path of the whole run to this file");
     add_format_flag(sub, a->format, "Summary format");
-    sub.add_option("--plots", a->plots,
+    add_plots_flag(sub, a->plots,
                    "Shards of validate: write the run's data, report and plots to this directory");
     return [a]() { return run_merge_command(*a); };
   };

@@ -286,7 +286,7 @@ command rank_collapse_command() {
            "rho13 = 0.3, rho23 = 0.7)")
         ->capture_default_str();
     sub.add_option("--out", a->out, "Write the table as CSV (one row per depth) to this file");
-    sub.add_option("--plots", a->plots,
+    add_plots_flag(sub, a->plots,
                    "Write rank_collapse.csv and rank_collapse.png into this directory");
     sub.footer(
         "Defaults: the docs/maths.md §9.1 path-test parameters (attention, gamma2 = 1/2, tau0 = 1, "

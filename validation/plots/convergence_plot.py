@@ -2,8 +2,10 @@
 """Plots of `ncsde convergence --format json` output: one PNG per problem, error against dt on
 log-log axes (one line per scheme and kind, with ±2 standard-error bars) and reference slopes 1/2 and 1.
 
-usage: convergence_plot.py RESULTS.json OUTPUT_DIR
-writes OUTPUT_DIR/convergence_<problem>.png
+usage: convergence_plot.py RESULTS.json OUTPUT_DIR [SCHEMES]
+writes OUTPUT_DIR/convergence_<problem>.png. SCHEMES: the registry's scheme names, comma-separated
+(`ncsde convergence` passes them), which fix each scheme's colour whatever the run holds; without
+them the colours follow the order of the schemes in the results.
 """
 import json
 import math
@@ -15,7 +17,18 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-COLOURS = {"em": "tab:blue", "milstein": "tab:red", "milstein-commutative": "tab:green"}
+# Colours by the schemes' place in the registry: no list of names here to keep.
+PALETTE = ["tab:blue", "tab:red", "tab:green", "black", "tab:purple", "tab:orange", "tab:brown",
+           "tab:pink", "tab:olive", "tab:cyan"]
+
+
+def scheme_colours(registry, series):
+    """A colour per scheme name: the registry's order, then any other scheme of the results."""
+    names = list(registry)
+    for s in series:
+        if s["scheme"] not in names:
+            names.append(s["scheme"])
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
 STYLES = {"strong": ("o", "-"), "weak": ("s", "--")}
 
 
@@ -29,12 +42,13 @@ def reference_line(ax, dts, anchor_dt, anchor_err, slope, label):
 
 
 def main(argv):
-    if len(argv) != 3:
+    if len(argv) not in (3, 4):
         sys.stderr.write(__doc__)
         return 2
     with open(argv[1]) as f:
         series = json.load(f)
     out_dir = argv[2]
+    colours = scheme_colours(argv[3].split(",") if len(argv) == 4 else [], series)
     os.makedirs(out_dir, exist_ok=True)
     problems = []
     for s in series:
@@ -58,7 +72,7 @@ def main(argv):
             lower = [min(2 * (se or 0.0), 0.999 * e) for e, se in zip(errs, ses)]
             upper = [2 * (se or 0.0) for se in ses]
             ax.errorbar(dts, errs, yerr=[lower, upper], marker=marker, linestyle=line,
-                        color=COLOURS.get(s["scheme"], "k"), label=label, capsize=2, markersize=4)
+                        color=colours[s["scheme"]], label=label, capsize=2, markersize=4)
             anchors.append((dts, errs))
         if anchors:
             all_dts = [d for dts, _ in anchors for d in dts]
