@@ -14,11 +14,10 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <type_traits>
-#include <variant>
 #include <vector>
 
 #include "ncsde/analytic.hpp"
+#include "report_field_json.hpp"
 
 namespace ncsde {
 
@@ -797,22 +796,7 @@ std::vector<report_field> series_fields(const convergence_series& s) {
 std::string convergence_json(const std::vector<convergence_series>& series, int indent) {
   nlohmann::json doc = nlohmann::json::array();
   for (const convergence_series& s : series) {
-    nlohmann::json o = nlohmann::json::object();
-    for (const report_field& f : series_fields(s)) {
-      if (!f.in_document) continue;
-      nlohmann::json& slot = o[f.name];
-      std::visit(
-          [&](const auto& v) {
-            using value = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<value, double>)
-              slot = number(v);
-            else if constexpr (std::is_same_v<value, std::vector<double>>)
-              slot = numbers(v);
-            else
-              slot = v;
-          },
-          f.value);
-    }
+    nlohmann::json o = detail::fields_json<nlohmann::json>(series_fields(s), number);
     doc.push_back(std::move(o));
   }
   return doc.dump(indent);

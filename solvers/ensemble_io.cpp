@@ -5,9 +5,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <type_traits>
-#include <variant>
 #include <vector>
+
+#include "report_field_json.hpp"
 
 namespace ncsde {
 namespace {
@@ -32,31 +32,9 @@ json matrix_json(const matrix& m) {
   return rows;
 }
 
-json vector_json(const std::vector<double>& v) {
-  json a = json::array();
-  for (const double x : v) a.push_back(number(x));
-  return a;
-}
-
 /// The fields as an object, in their order (non-finite numbers as number() writes them).
 json fields_json(const std::vector<report_field>& fields) {
-  json j = json::object();
-  for (const report_field& f : fields) {
-    if (!f.in_document) continue;
-    json& slot = j[f.name];
-    std::visit(
-        [&](const auto& v) {
-          using value = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<value, double>)
-            slot = number(v);
-          else if constexpr (std::is_same_v<value, std::vector<double>>)
-            slot = vector_json(v);
-          else
-            slot = v;
-        },
-        f.value);
-  }
-  return j;
+  return detail::fields_json<json>(fields, number);
 }
 
 json moments_json(const moments& mo) {
