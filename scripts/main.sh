@@ -7,8 +7,9 @@
 # for the program, this script and ncsde.validate), the study that shows power: the shaped-attention
 # SDE at strong attention (γ² = 1, τ₀ = ½) against 10⁵ finite networks per width n = 32, 64, 128,
 # 256 and 10⁵ SDE paths (measured on 2 cores: about 1½ minutes once built; a first run builds the
-# program first: 5 minutes in all from a fresh clone with the packages present), from the caller's directory (so relative output paths in the
-# arguments mean what the caller meant). Arguments replace the defaults:
+# program first: 5 minutes in all from a fresh clone with the packages present), from the caller's
+# directory (so relative output paths in the arguments mean what the caller meant). Arguments
+# replace the defaults:
 #   scripts/main.sh validate …            any validation, e.g. the second documented run
 #   scripts/main.sh validate --model transformer --networks 1e4 --paths 1e4 --plots out/transformer
 # and a first argument naming another subcommand runs that one instead, e.g.
