@@ -965,13 +965,12 @@ convergence_study make_convergence_study(convergence_problem<S> cp) {
 /// gbm, hadamard, matrix-gbm, noncommutative, linear-covariance, wishart.
 std::vector<convergence_study> standard_convergence_studies();
 
-/// Every field of a series' result: the one description that convergence_json writes as JSON and
-/// the Python module (ncsde.convergence) as a dict with every field. unresolved, pre_asymptotic,
-/// local_slopes, failed_paths, error_measure and functional are in the document only where they
-/// say something. problem, scheme, kind, order,
-/// stderr, ci_low, ci_high (the fitted slope), expected, tolerance, pass, unresolved,
-/// pre_asymptotic, local_slopes, paths, seed, dts, errors, errors_stderr, cone_exits,
-/// failed_paths, error_measure, reference, functional, seconds.
+/// Every field of a series' result, the one description that convergence_json writes as JSON and
+/// the Python module (ncsde.convergence) as a dict: problem, scheme, kind, order, stderr, ci_low,
+/// ci_high (the fitted slope), expected, tolerance, pass, unresolved, pre_asymptotic,
+/// local_slopes, paths, seed, dts, errors, errors_stderr, cone_exits, failed_paths, error_measure,
+/// reference, functional, seconds. unresolved, pre_asymptotic, local_slopes, failed_paths,
+/// error_measure and functional are in the document only where they say something.
 std::vector<report_field> series_fields(const convergence_series& s);
 
 /// The series as a JSON array of objects, one per series with its series_fields (those in the

@@ -168,8 +168,9 @@ def convergence(
     """Measured strong/weak orders as `ncsde convergence`: one dict per series (problem, scheme,
     kind, order, stderr, ci_low, ci_high, expected, tolerance, pass, unresolved, pre_asymptotic,
     local_slopes, paths, seed, dts, errors, errors_stderr, cone_exits, failed_paths, error_measure,
-    reference, functional, seconds: the program's JSON fields, all present) problems may be a PythonSde (with V0, T, and optionally exact and weak);
-    without closed forms the weak orders come from coupled differences of successive levels."""
+    reference, functional, seconds: the program's JSON fields, all present). problems may be a
+    PythonSde (with V0, T, and optionally exact and weak); without closed forms the weak orders
+    come from coupled differences of successive levels."""
 
 def sample_networks(
     model: CovarianceSde,

@@ -318,8 +318,9 @@ def validate(model: Any = None, V0: Any = None, *, T: float = _DEFAULTS.get("T")
 
     Returns the report (the keys of `ncsde validate --format json`, lists of numbers as numpy
     arrays; "check" says "passed", "failed" or "lacks power", the last when a wrong SDE is not
-    rejected, with "power_shortfall" estimating the samples that would reject it) plus "table": the rows as columns (source, reference, n, bonferroni_p, and each
-    statistic's value and "<statistic> p"), and "markdown" (the program's table output) for runs
+    rejected, with "power_shortfall" estimating the samples that would reject it) plus "table":
+    the rows as columns (source, reference, n, bonferroni_p, and each statistic's value and
+    "<statistic> p"), and "markdown" (the program's table output) for runs
     made here. Bad arguments raise ValueError naming the argument and the value; a failed run
     raises RuntimeError. The runs release the GIL; Ctrl-C raises KeyboardInterrupt.
     """

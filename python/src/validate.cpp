@@ -155,7 +155,6 @@ void bind_validate(py::module_& m) {
         opt.seed = seed;
         opt.threads = threads;
         opt.kept_paths = kept_paths;
-
         (void)models::detail::steps_per_layer(opt);  // dt against every width's grid
         const step_grid grid(0.0, t_end, dt);
         cli::check_sde_steps(t_end, dt, static_cast<double>(grid.steps), paths, "paths", 1,

@@ -22,7 +22,8 @@
 /// below α. The defaults (validate_defaults, shared with scripts/main.sh and ncsde.validate) are the
 /// study that shows power: without --model, strong attention (γ² = 1, τ₀ = ½) at 10⁵ samples.
 /// --check exits 0 when the right SDE is not rejected at the largest n and every wrong variant is,
-/// 1 when the right SDE is rejected, 3 when a wrong variant is not (the run lacks power to decide). --plots DIR writes the samples (CSV), validation.md and validation.json, and draws
+/// 1 when the right SDE is rejected, 3 when a wrong variant is not (the run lacks power to decide).
+/// --plots DIR writes the samples (CSV), validation.md and validation.json, and draws
 /// rho_density, ks_vs_n, sample_paths, stopped_fraction and smooth_gaps (each as .png, .pdf and
 /// .svg) through validation/plots/validate_plot.py, for every model. Under mpirun (mpi_world.hpp) the networks of every width are
 /// split over the ranks (sample_over_ranks) while rank 0 runs the SDEs; rank 0 compares and writes,

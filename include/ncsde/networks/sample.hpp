@@ -69,17 +69,17 @@ struct network_options {
 struct layer_stop_rule {
   double stop_level = std::numeric_limits<double>::infinity();
   path_status status = path_status::completed;  ///< the network's, after the layers seen
-  bool passed = false;                          ///< the stopped process has stopped
+  /// The stopped process has stopped (at a layer with max_a V^aa > K or a non-finite V).
+  bool passed() const { return status != path_status::completed; }
   struct outcome {
     bool stops = false;  ///< the stopped process stops at this layer (the first such)
     bool ends = false;   ///< V is not finite: the network ends here, blown up
   };
   outcome observe(bool finite, double max_diagonal) {
     outcome o;
-    if (finite && (passed || !(max_diagonal > stop_level))) return o;
-    if (!passed) {
+    if (finite && (passed() || !(max_diagonal > stop_level))) return o;
+    if (!passed()) {
       status = finite ? path_status::stopped : path_status::blown_up;
-      passed = true;
       o.stops = true;
     }
     if (!finite) {
@@ -211,7 +211,7 @@ network_ensemble sample_networks(const N& net, const matrix& v0, int d,
       net.step(s, static_cast<std::uint64_t>(l), stream);
       v = net.covariance(s);
     }
-    if (!rule.passed) rec.stop_layer = last;
+    if (!rule.passed()) rec.stop_layer = last;
   };
 
   // Network i writes only its own record: the blocks need no reduction, and any block size gives
