@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../solvers/device/random_kernels.hpp"
 #include "../../solvers/random_detail.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/statistics.hpp"
@@ -124,6 +125,33 @@ TEST_CASE("random_stream: the same (seed, path, domain, i0, i1) gives bit-identi
   int same = 0;
   for (int i = 0; i < 37; ++i) same += e(i) == x[static_cast<std::size_t>(i)];
   CHECK(same == 37);
+}
+
+TEST_CASE(
+    "random kernels: the host form of the device's generator gives random_stream's numbers bit for "
+    "bit") {
+  // ncsde::device::block_numbers is what a CUDA thread runs (the shared kernels on the scalar
+  // pack, compiled here as host code in a translation unit of its own); random_stream runs the
+  // widest instruction set this CPU has. Every address, every count (odd ones end inside a pair).
+  int cases = 0;
+  for (const std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{42}, std::uint64_t{1} << 63})
+    for (const std::uint64_t path : {std::uint64_t{0}, std::uint64_t{9}, std::uint64_t{1} << 40})
+      for (const random_domain d :
+           {random_domain::increments, random_domain::levy_area, random_domain::user})
+        for (const std::uint64_t i0 : {std::uint64_t{0}, std::uint64_t{7}, std::uint64_t{1} << 33})
+          for (const std::ptrdiff_t count : {1, 2, 3, 16, 17, 65, 1000}) {
+            const random_stream s(seed, path);
+            std::vector<double> device_normals(static_cast<std::size_t>(count)),
+                device_uniforms(static_cast<std::size_t>(count));
+            ncsde::device::block_numbers<true>(seed, path, static_cast<std::uint64_t>(d), i0, 3,
+                                               device_normals.data(), count);
+            ncsde::device::block_numbers<false>(seed, path, static_cast<std::uint64_t>(d), i0, 3,
+                                                device_uniforms.data(), count);
+            CHECK(agreements(device_normals, normals(s, d, i0, 3, count)) == count);
+            CHECK(agreements(device_uniforms, uniforms(s, d, i0, 3, count)) == count);
+            ++cases;
+          }
+  CHECK(cases == 3 * 3 * 3 * 3 * 7);
 }
 
 TEST_CASE("random_stream: different seeds, paths, domains and counters give different numbers") {
