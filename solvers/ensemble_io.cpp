@@ -98,6 +98,11 @@ std::string summary_json(const ensemble_result& r, int indent) {
   j["dt"] = r.dt;
   j["seed"] = r.seed;
   j["threads"] = r.threads;
+  // A run asked to use a device says what it ran on (CPU runs keep the document they always had).
+  if (r.device.device != "cpu" || !r.device.note.empty())
+    j["device"] = {{"device", r.device.device},
+                   {"note", r.device.note},
+                   {"handed_back", r.device.handed_back}};
   j["paths"] = r.paths;
   j["completed"] = r.completed;
   j["stopped"] = r.stopped;
@@ -175,6 +180,12 @@ std::string summary_table(const ensemble_result& r) {
         "({:.2f} s)\n",
         r.scheme, layout.rows, layout.cols, to_string(layout.space), r.t_end, r.dt, r.paths, r.seed,
         r.threads, r.seconds);
+  if (r.device.device == "cpu" && !r.device.note.empty())
+    s += fmt::format("device cpu ({})\n", r.device.note);
+  else if (r.device.device != "cpu")
+    s += fmt::format("device {}{}{}  ({} paths resumed on the CPU at an exceptional step)\n",
+                     r.device.device, r.device.note.empty() ? "" : ": ", r.device.note,
+                     r.device.handed_back);
   s += fmt::format("completed {}  stopped {}  blown up {} ({:.4f} ± {:.4f})\n", r.completed,
                    r.stopped, r.blown_up, r.blown_up_fraction(), r.blown_up_stderr());
   if (r.control != step_control::fixed)

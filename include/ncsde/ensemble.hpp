@@ -16,6 +16,7 @@
 /// the explosion times of blown-up ones. Quantiles of functionals are given both over completed paths
 /// and over all paths with blown-up paths counted as +∞ (the law of the stopped process).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -26,6 +27,7 @@
 
 #include "ncsde/batched.hpp"
 #include "ncsde/brownian.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/executor.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/state_space.hpp"
@@ -121,6 +123,10 @@ struct ensemble_options {
   long long max_run_steps = default_max_run_steps;
   /// The covariance of the coordinates or their variances only (covariance_mode).
   covariance_mode covariance = covariance_mode::automatic;
+  /// Where the paths run (device.hpp): the CPU engines (the default), a CUDA GPU, "auto", or the
+  /// emulated device. A device runs the paths the CPU would, bit for bit where its arithmetic is
+  /// the CPU's (docs/gpu.md); the outputs do not depend on it otherwise.
+  device_spec device;
 };
 
 struct path_record {
@@ -172,6 +178,8 @@ struct ensemble_result {
   step_stats stepping;
   std::vector<path_record> records;  ///< when keep_paths, in path order
   double seconds = 0.0;
+  /// What the paths ran on (ensemble_options::device): the device and, for "auto", why.
+  device_report device;
 
   double blown_up_fraction() const { return paths ? double(blown_up) / double(paths) : 0.0; }
   /// Binomial standard error of the blown-up fraction.
@@ -415,6 +423,148 @@ class batched_ensemble_worker {
   matrix m_dynamic;
 };
 
+/// Per-thread worker of a run on a device (device.hpp): a run worker of the executor that claims
+/// `claim` blocks at once and runs their paths as one device batch (S's device form); a path the
+/// device hands back is resumed by the CPU's per-path engine at its step, on its (seed, path)
+/// stream (path_integrator::run_from), so that every path is recorded as the CPU would record it.
+/// The lowest failing path of a claim ends it with its error (path_failure).
+template <class Stepper, class S, class State, class Fixed>
+class device_ensemble_worker {
+  using rebound = stepper_for<Stepper, Fixed>;
+  using local_stepper = typename rebound::type;
+  using engine_type =
+      path_integrator<local_stepper, S, stream_brownian, null_observer, Fixed, State>;
+
+ public:
+  using block_type = block_result;
+
+  struct context {
+    const Stepper& stepper;
+    const S& sde;
+    const State& v0;
+    const step_grid& grid;
+    const integrate_options& resolved;
+    const ensemble_options& opt;
+    const state_layout& layout;
+    int k;
+    int area_depth;
+    device_spec device;
+    long long claim;                      ///< blocks per claim
+    std::atomic<long long>& handed_back;  ///< paths the CPU resumed
+  };
+
+  explicit device_ensemble_worker(const context& c)
+      : m_c(c), m_sde(c.sde), m_stepper(rebound::make(c.stepper)) {
+    const int m = static_cast<int>(c.v0.rows());
+    m_batch.device = c.device;
+    m_batch.seed = c.opt.seed;
+    m_batch.m = m;
+    m_batch.v0.assign(c.v0.data(), c.v0.data() + c.v0.size());
+    m_batch.t0 = c.grid.t0;
+    m_batch.t_end = c.grid.t_end;
+    m_batch.dt = c.grid.dt;
+    m_batch.steps = c.grid.steps;
+    m_batch.save_steps = c.grid.save_steps;
+    m_batch.blowup_threshold = c.resolved.blowup_threshold;
+  }
+
+  long long blocks_per_claim() const { return m_c.claim; }
+
+  block_result begin_block(const block_info& info) const {
+    return start_block(info, m_c.layout, m_c.resolved, m_c.opt);
+  }
+
+  void run_blocks(std::span<const block_info> infos, std::span<block_result> blocks) {
+    const long long first = infos.front().range.first, last = infos.back().range.last;
+    m_batch.first_path = first;
+    m_batch.paths = last - first;
+    m_sde.run_device_batch(m_batch, m_out);
+    const int m = m_batch.m;
+    const std::size_t mm = static_cast<std::size_t>(m) * static_cast<std::size_t>(m);
+    const std::size_t saves = m_batch.save_steps.size();
+    std::size_t b = 0;
+    for (long long p = first; p < last; ++p) {
+      while (!infos[b].range.contains(p)) ++b;
+      const auto q = static_cast<std::size_t>(p - first);
+      basic_path_result<State> r;
+      r.steps = m_out.steps[q];
+      r.saved.resize(static_cast<std::size_t>(m_out.saved[q]));
+      for (std::size_t j = 0; j < r.saved.size(); ++j)
+        r.saved[j] =
+            Eigen::Map<const matrix>(m_out.states_saved.data() + (q * saves + j) * mm, m, m);
+      const Eigen::Map<const matrix> v(m_out.states.data() + q * mm, m, m);
+      const auto outcome = static_cast<device_outcome>(m_out.outcome[q]);
+      if (outcome == device_outcome::handed_back) {
+        m_c.handed_back.fetch_add(1);
+        try {
+          stream_brownian source(random_stream(m_c.opt.seed, static_cast<std::uint64_t>(p)), m_c.k,
+                                 m_c.resolved.levy_area, m_c.area_depth);
+          engine_type engine(m_stepper, m_sde, source, m_c.resolved, p);
+          null_observer obs;
+          const State v_resume = v;
+          r = engine.run_from(v_resume, m_out.steps[q], std::move(r), m_c.grid, obs);
+        } catch (...) {
+          throw path_failure{p, std::current_exception()};
+        }
+      } else {
+        r.status =
+            outcome == device_outcome::blown_up ? path_status::blown_up : path_status::completed;
+        r.t_stop = m_out.t_stop[q];
+        r.v = v;
+      }
+      record_path(p, r, m_c.layout, m_c.opt, blocks[b], m_path, m_dynamic);
+    }
+  }
+
+ private:
+  const context& m_c;
+  S m_sde;
+  local_stepper m_stepper;
+  device_batch m_batch;
+  device_batch_result m_out;
+  ensemble_path m_path;
+  matrix m_dynamic;
+};
+
+/// Why the device engine does not take a run (empty: it does): the SDE, the scheme, the noise
+/// source, the step control or the stop condition.
+template <class Stepper, class S>
+std::string device_refusal(const integrate_options& resolved, bool default_stream, int rows,
+                           int cols) {
+  if constexpr (!DeviceSde<S>) {
+    return "an SDE without a device form (the built-in neural covariance SDEs have one; models "
+           "libraries' and Python SDEs run on the CPU)";
+  } else if constexpr (device_form_of<Stepper> == device_scheme::none) {
+    return format_message("the scheme '{}' (Euler-Maruyama, em, has a device form)", Stepper::name);
+  } else {
+    if (!default_stream) return "a noise source other than the (seed, path) streams";
+    if (resolved.control != step_control::fixed)
+      return format_message("step control '{}' (the device takes fixed steps)",
+                            to_string(resolved.control));
+    if (resolved.stop_condition) return "a stop condition (it runs on the CPU)";
+    if (rows != cols) return "states that are not square matrices";
+    return {};
+  }
+}
+
+/// The device a run uses: ensemble_options::device resolved (device.hpp).
+struct run_device {
+  bool on_device = false;  ///< the device engine runs the paths
+  device_spec spec;        ///< the device it runs them on (cuda:N or emulated)
+  device_report report;
+};
+
+/// Resolves `device` for a run; `refusal` is device_refusal's. Throws ncsde::invalid_argument when
+/// a device was named for a run it does not take, ncsde::device_error when the device cannot be
+/// used ("auto" chooses the CPU instead, and says why in the report).
+run_device resolve_run_device(const device_spec& device, const std::string& refusal);
+
+/// Blocks per claim of the device engine on `device`: one for the emulated device (each of the
+/// executor's threads claims a block at a time); on a GPU, batches of up to 2^16 paths within
+/// 4 GiB at `bytes_per_path`, at least one block.
+long long device_claim_blocks(const device_spec& device, long long block_size,
+                              double bytes_per_path);
+
 /// The engine of every run_ensemble overload: the paths of `range`; make_source(p) returns path p's
 /// NoiseSource.
 template <class Stepper, class S, class State, class SourceFactory>
@@ -492,12 +642,45 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
   xopt.progress = opt.progress;
   xopt.label = std::string(Stepper::name);
   auto reduce = [&](const block_info&, block_result&& b) { out.blocks.push_back(std::move(b)); };
+  const run_device device = resolve_run_device(
+      opt.device, device_refusal<Stepper, S>(resolved, default_stream, static_cast<int>(v0.rows()),
+                                             static_cast<int>(v0.cols())));
+  run.device = device.report;
+  // A GPU's worker is one host thread (the batch is the GPU's parallelism).
+  if (device.on_device && device.spec.kind == device_kind::cuda) xopt.threads = 1;
   visit_state_type<Stepper, S, State>(
       v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
         // The scheme's lane form steps Fixed states: the stepper rebound to them, as the per-path
         // workers step them.
         using rebound = stepper_for<Stepper, Fixed>;
         using lane_stepper = typename rebound::type;
+        if constexpr (DeviceSde<S> && device_form_of<Stepper> != device_scheme::none) {
+          if (device.on_device) {
+            using worker = device_ensemble_worker<Stepper, S, State, Fixed>;
+            std::atomic<long long> handed_back{0};
+            const double bytes_per_path = 8.0 * static_cast<double>(v0.size()) *
+                                          static_cast<double>(resolved.save_times.size() + 8);
+            const typename worker::context c{
+                stepper,
+                prob.sde,
+                v0,
+                grid,
+                resolved,
+                opt,
+                layout,
+                prob.sde.noise_dimension(run.m),
+                resolved_area_depth(iopt, state_space_of<S>,
+                                    Stepper::request.needs_iterated_integrals()),
+                device.spec,
+                device_claim_blocks(device.spec, out.block_size, bytes_per_path),
+                handed_back};
+            run.seconds = execute(
+                              range, xopt, [&] { return worker(c); }, reduce)
+                              .seconds;
+            run.device.handed_back = handed_back.load();
+            return;
+          }
+        }
         if constexpr (LaneScheme<lane_stepper, S>) {
           if (default_stream && opt.batched && batched_run_allowed(resolved) &&
               prefers_lanes(prob.sde, v0.size())) {

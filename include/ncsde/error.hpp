@@ -49,6 +49,16 @@ class pd_violation : public std::runtime_error {
   double m_min_eigenvalue;
 };
 
+/// An accelerator could not run what was asked of it: this build has no such backend, the process
+/// sees no device of that kind or not the one named, its driver is older than the backend needs, or
+/// the device ran out of memory. what() names the device and the cause (the driver's own error text
+/// where there is one). Never a silent fallback to the CPU: only device "auto" may choose the CPU,
+/// and it says so (device.hpp).
+class device_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Raised by the default handler of NCSDE_ASSERT when tests install ncsde::throw_on_assert.
 class assertion_error : public std::logic_error {
  public:

@@ -342,17 +342,19 @@ struct step_site {
 };
 
 /// The round-off a symmetrisation may remove from a trial of max |X| = size.
-inline double asymmetry_tolerance(double size) { return symmetry_tolerance * std::max(1.0, size); }
+inline double asymmetry_tolerance(double size) {
+  return step_rules::asymmetry_tolerance(size, symmetry_tolerance);
+}
 
 /// The trial has blown up: not finite, or max |X| not within the threshold (the negated form also
 /// takes a NaN size).
 inline bool blows_up(const trial_measurements& x, const integrate_options& opt) {
-  return !x.finite || !(x.size <= opt.blowup_threshold);
+  return step_rules::blows_up(x.finite, x.size, opt.blowup_threshold);
 }
 
 /// The asymmetry the symmetrisation removed is more than round-off.
 inline bool beyond_round_off(const trial_measurements& x) {
-  return x.asymmetry > asymmetry_tolerance(x.size);
+  return step_rules::beyond_round_off(x.asymmetry, x.size, symmetry_tolerance);
 }
 
 /// Step 1 of settle on `Space`: true when the trial has blown up; throws asymmetry_error (an
@@ -449,9 +451,20 @@ class path_integrator {
         m_tree(opt.control == step_control::fixed ? 0 : static_cast<std::size_t>(opt.max_depth)) {}
 
   basic_path_result<Public> run(const Public& v0, const step_grid& grid, Observer& observer) {
-    basic_path_result<Public> r;
-    m_v = v0;
-    std::size_t next_save = 0;
+    return run_from(v0, 0, basic_path_result<Public>{}, grid, observer);
+  }
+
+  /// Continues a path at grid step `first` from its state v there (fixed steps; `first` = 0 is
+  /// run()): r is what the steps before produced (steps taken, states at the save times up to step
+  /// `first`, counters), as another engine that ran them left it (the device engine, device.hpp,
+  /// hands a path back so). The steps from `first` on are run()'s, so a path resumed at step i from
+  /// run()'s V_i and result is run()'s path.
+  basic_path_result<Public> run_from(const Public& v, long long first, basic_path_result<Public> r,
+                                     const step_grid& grid, Observer& observer) {
+    NCSDE_ASSERT(first == 0 || m_opt.control == step_control::fixed,
+                 "path_integrator::run_from: a path resumes on fixed steps only");
+    m_v = v;
+    std::size_t next_save = r.saved.size();
     auto save_due = [&](long long i) {
       while (next_save < grid.save_steps.size() && grid.save_steps[next_save] == i) {
         r.saved.emplace_back(m_v);
@@ -462,10 +475,12 @@ class path_integrator {
       r.status = st;
       r.v = m_v;
     };
-    save_due(0);
-    observe(observer, grid.t0);
-    r.t_stop = grid.t0;
-    for (long long i = 0; i < grid.steps; ++i) {
+    if (first == 0) {
+      save_due(0);
+      observe(observer, grid.t0);
+    }
+    r.t_stop = first == 0 ? grid.t0 : grid.time(first);
+    for (long long i = first; i < grid.steps; ++i) {
       const double t = grid.time(i);
       const double h = grid.step_size(i);
       m_source.increment(static_cast<std::uint64_t>(i), h, with_iterated, m_inc);

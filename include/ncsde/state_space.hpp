@@ -27,6 +27,7 @@
 
 #include "ncsde/concepts.hpp"
 #include "ncsde/error.hpp"
+#include "ncsde/step_rules.hpp"
 #include "ncsde/symmetric.hpp"
 
 namespace ncsde {
@@ -123,23 +124,12 @@ State validate_state_on(std::string_view where, std::string_view param, state_sp
 
 /// V ← (V + Vᵀ)/2 in place, as symmetrize() does (same bits), returning max |V(a,b) − V(b,a)|
 /// before (NaN when an off-diagonal pair is not finite): the engine's symmetrisation, which also
-/// measures what it removed.
+/// measures what it removed (step_rules::symmetrize_measured, the device engine's too; a row-major
+/// V is the same pairs in the same order).
 template <class Derived>
 double symmetrize_measured(Eigen::PlainObjectBase<Derived>& v) {
   NCSDE_ASSERT(v.rows() == v.cols(), "symmetrize_measured: the matrix is not square");
-  const Eigen::Index m = v.rows();
-  double worst = 0.0;
-  for (Eigen::Index b = 0; b < m; ++b) {
-    v(b, b) = 0.5 * (v(b, b) + v(b, b));  // as symmetrize(): d + d may overflow to inf
-    for (Eigen::Index a = b + 1; a < m; ++a) {
-      const double d = std::abs(v(a, b) - v(b, a));
-      if (!(d <= worst)) worst = d;  // keeps a NaN
-      const double x = 0.5 * (v(a, b) + v(b, a));
-      v(a, b) = x;
-      v(b, a) = x;
-    }
-  }
-  return worst;
+  return step_rules::symmetrize_measured(v.data(), static_cast<int>(v.rows()));
 }
 
 }  // namespace ncsde

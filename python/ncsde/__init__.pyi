@@ -91,6 +91,8 @@ class Result:
     @property
     def seconds(self) -> float: ...
     @property
+    def device(self) -> dict[str, str | int]: ...
+    @property
     def t0(self) -> float: ...
     @property
     def T(self) -> float: ...
@@ -138,6 +140,7 @@ def simulate(
     keep_paths: bool = True,
     progress: bool = False,
     covariance: Literal["automatic", "full", "diagonal"] | str = "automatic",
+    device: str = "cpu",
 ) -> Result:
     """paths paths of sde from V0 on [0, T]; path p on the random stream (seed, p). Bit-identical to
     `ncsde simulate` with the same arguments; releases the GIL; Ctrl-C raises KeyboardInterrupt."""

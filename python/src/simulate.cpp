@@ -15,6 +15,7 @@
 #include "bindings.hpp"
 #include "limits.hpp"
 #include "model_handle.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
@@ -178,6 +179,18 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
       .def_property_readonly("scheme", [](const result_handle& h) { return h.r.scheme; })
       .def_property_readonly("threads", [](const result_handle& h) { return h.r.threads; })
       .def_property_readonly("seconds", [](const result_handle& h) { return h.r.seconds; })
+      .def_property_readonly(
+          "device",
+          [](const result_handle& h) {
+            py::dict d;
+            d["device"] = h.r.device.device;
+            d["note"] = h.r.device.note;
+            d["handed_back"] = h.r.device.handed_back;
+            return d;
+          },
+          "What the paths ran on: {'device': 'cpu' | 'cuda:N' | 'emulated', 'note': why 'auto' "
+          "chose it or the GPU's name, 'handed_back': device paths the CPU resumed at an "
+          "exceptional step}")
       .def_property_readonly("t0", [](const result_handle& h) { return h.r.t0; })
       .def_property_readonly("T", [](const result_handle& h) { return h.r.t_end; })
       .def_property_readonly("dt", [](const result_handle& h) { return h.r.dt; })
@@ -250,7 +263,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
          std::optional<std::vector<double>> save_times, std::optional<double> stop_level,
          const std::string& policy, double blowup_threshold, const std::string& control,
          double tolerance, int max_depth, std::optional<bool> batched, bool keep_paths,
-         bool progress, const std::string& covariance) {
+         bool progress, const std::string& covariance, const std::string& device) {
         const unsigned long long seed_value = PyLong_AsUnsignedLongLong(seed.ptr());
         if (PyErr_Occurred()) {
           PyErr_Clear();
@@ -281,6 +294,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
         eopt.keep_paths = keep_paths;
         eopt.progress = progress ? progress_mode::on : progress_mode::off;
         eopt.covariance = parse_covariance_mode(covariance, "covariance");
+        eopt.device = parse_device(device, "device");
 
         // The program's limits (validation/limits.hpp), named as this function's arguments,
         // before anything is allocated.
@@ -332,11 +346,15 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           if (x0.rows() == x0.cols())
             eopt.functionals = models::summary_functionals(int(x0.rows()));
           check_memory_of(x0.rows(), x0.cols(), eopt.functionals.size());
-          // Checked after every step: Ctrl-C ends the run at the next step of every path.
-          iopt.stop_condition = [&cancel, stop](const matrix& v, double t) {
-            if (cancel.load(std::memory_order_relaxed)) throw run_cancelled();
-            return stop && stop(v, t);
-          };
+          // Checked after every step: Ctrl-C ends the run at the next step of every path. On a
+          // device (which takes no stop condition) the executor's check between batches does it.
+          if (eopt.device.kind == device_kind::cpu)
+            iopt.stop_condition = [&cancel, stop](const matrix& v, double t) {
+              if (cancel.load(std::memory_order_relaxed)) throw run_cancelled();
+              return stop && stop(v, t);
+            };
+          else
+            iopt.stop_condition = stop;
           h.r = run_interruptible<ensemble_result>(
               [&] { return model.sde.run_ensemble(scheme, x0, t_end, iopt, eopt); }, cancel);
         } else {
@@ -394,7 +412,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
       py::arg("blowup_threshold") = 1e6, py::arg("step_control") = "fixed",
       py::arg("tolerance") = 0.05, py::arg("max_depth") = 40, py::arg("batched") = py::none(),
       py::arg("keep_paths") = true, py::arg("progress") = false,
-      py::arg("covariance") = "automatic", R"doc(
+      py::arg("covariance") = "automatic", py::arg("device") = "cpu", R"doc(
 Runs `paths` independent paths of `sde` from V0 on [0, T] with the scheme named `scheme` ("em",
 "milstein", "milstein-commutative", "predictor-corrector") and returns an ncsde.Result.
 
@@ -417,6 +435,10 @@ run allows it (None: True for models, whose batched paths are the per-path ones 
 arrays (False: summaries only). progress: a progress bar on stderr. covariance: what the
 summaries keep of the packed coordinates' spread, "full" (Result.terminal_covariance, K² numbers),
 "diagonal" (their variances) or "automatic" (full for K ≤ 136, i.e. m ≤ 16 on matrices).
+device: where the paths run, "cpu", "cuda" or "cuda:N" (a GPU: a model's SDE, scheme "em", fixed
+steps, no stop_level), "auto" (a GPU when there is one and the run allows it, else the CPU:
+Result.device says which and why) or "emulated" (the GPU kernels on the CPU); the same paths as
+the CPU's, bit for bit where the GPU's arithmetic is the CPU's (docs/gpu.md).
 
 Bad arguments raise ValueError naming the argument and the value.)doc");
 }

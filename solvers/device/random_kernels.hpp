@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "host_device.hpp"
+#include "ncsde/host_device.hpp"
 
 namespace ncsde::device {
 

@@ -40,6 +40,7 @@
 #include "models/parameter_report.hpp"
 #include "models/step_flags.hpp"
 #include "mpi_world.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
@@ -225,6 +226,7 @@ int run_blowup_command(const blowup_args& a) {
   eopt.paths = a.run.paths;
   eopt.threads = a.run.threads;
   eopt.batched = a.run.batched;
+  eopt.device = parse_device(a.run.device, "--device");
   // The curve reads the paths' statuses and times only: the summaries keep no covariance.
   eopt.covariance = covariance_mode::diagonal;
   try {

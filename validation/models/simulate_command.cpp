@@ -33,6 +33,7 @@
 #include "models/shards.hpp"
 #include "models/step_flags.hpp"
 #include "mpi_world.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/ensemble_io.hpp"
 #include "ncsde/error.hpp"
@@ -86,6 +87,7 @@ int run_simulate_command(const simulate_args& a) {
   eopt.paths = a.run.paths;
   eopt.threads = a.run.threads;
   eopt.batched = a.run.batched;
+  eopt.device = parse_device(a.run.device, "--device");
   // A shard keeps its paths' records, so that `ncsde merge --out` can write the CSV.
   const bool shard = !a.partial.empty();
   eopt.keep_paths = !a.out.empty() || shard;

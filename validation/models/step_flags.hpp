@@ -28,11 +28,15 @@ struct ensemble_flags {
   int threads = 0;
   std::string scheme = "em";
   bool batched = true;
+  std::string device = "cpu";
 };
 
-/// Adds --paths, --seed, --threads, --scheme (any registry scheme) and --batched to `sub`, with the
-/// initial values of `flags` as their defaults.
+/// Adds --paths, --seed, --threads, --scheme (any registry scheme), --batched and --device to `sub`,
+/// with the initial values of `flags` as their defaults.
 void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags);
+
+/// Adds --device (cpu, cuda[:N], auto, emulated; ncsde::parse_device reads it) to `sub`.
+void add_device_flag(CLI::App& sub, std::string& device);
 
 struct step_flags {
   std::string control = "fixed";

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/integrate.hpp"
 #include "ncsde/lanes.hpp"
@@ -90,6 +91,12 @@ class covariance_sde {
   double k_lin() const { return m_k_lin; }
   /// Attention coefficient k_att of the table above (0 for mlp and resnet).
   double k_att() const { return m_k_att; }
+  /// Weight of b_att|causal in the drift of the table above: γ² for attention and transformer, 0
+  /// for mlp and resnet.
+  double att_weight() const { return m_att_weight; }
+  /// Weight of b_ReLU in the drift of the table above: 1 for mlp, γ² for resnet and transformer, 0
+  /// for attention.
+  double relu_weight() const { return m_relu_weight; }
   /// True for attention and transformer: the noise has a Z part.
   bool has_attention() const {
     return m_arch == architecture::attention || m_arch == architecture::transformer;
@@ -140,6 +147,11 @@ class covariance_sde {
   }
   /// sigma = Σ(V) = k_lin Σ_lin + k_att Σ_att|causal, K×K over packed pairs (dense reference).
   void covariance(const matrix& v, matrix& sigma, double t) const;
+  /// The device form (DeviceSde, device.hpp): a batch of paths on batch.device, the CUDA backend or
+  /// the emulated device, with the device kernels of lib/models/device/shaped_kernels.hpp (this
+  /// SDE's drift and noise map in the same operations and order). ncsde::device_error when the
+  /// device cannot run it.
+  void run_device_batch(const device_batch& batch, device_batch_result& out) const;
 
  private:
   architecture m_arch;

@@ -40,6 +40,7 @@
 #include <utility>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/models/coefficients.hpp"
 #include "ncsde/random.hpp"
 #include "ncsde/state_space.hpp"
@@ -121,6 +122,10 @@ class shaped_activation_sde {
 
   /// sigma = Σ_lin(V), K×K over packed pairs (the dense reference of the noise map).
   void covariance(const matrix& v, matrix& sigma, double t) const;
+  /// The device form (DeviceSde, device.hpp): a batch of paths on batch.device, with the device
+  /// kernels of lib/models/device/shaped_tanh_kernels.hpp. ncsde::device_error when the device
+  /// cannot run it.
+  void run_device_batch(const device_batch& batch, device_batch_result& out) const;
 
  private:
   params m_params;

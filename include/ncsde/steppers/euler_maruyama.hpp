@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/lanes.hpp"
 #include "ncsde/noise_increment.hpp"
 #include "ncsde/stepper.hpp"
@@ -23,6 +24,8 @@ class euler_maruyama {
   }
   static constexpr double weak_order(noise_class) { return 1.0; }
   static constexpr noise_request request{};  ///< the increments only
+  /// The device engine steps it (device.hpp; solvers/device/path_engine.hpp, the same operations).
+  static constexpr device_scheme device_form = device_scheme::euler_maruyama;
   static constexpr bool preserves_cone = false;
   /// The same scheme on another state type (integrate() and run_ensemble() step fixed-size states
   /// square_matrix<m> with it); the scheme has no parameters, so a default-constructed one is equal.

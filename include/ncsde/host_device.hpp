@@ -1,7 +1,7 @@
 #pragma once
 /// Code that compiles for the host and for a CUDA device: the arithmetic that the CPU engine and the
-/// CUDA backend share (random_kernels.hpp), so that a rule of the step lives in one place and the
-/// unit suite tests the device's arithmetic on the host.
+/// CUDA backend share (step_rules.hpp, solvers/device/), so that a rule of the step lives in one
+/// place and the unit suite tests the device's arithmetic on the host.
 ///
 /// NCSDE_HOST_DEVICE marks a function for both (CUDA's __host__ __device__ under nvcc, nothing
 /// elsewhere); NCSDE_KERNEL_INLINE one that is always inlined into its caller (on the host the
@@ -49,6 +49,15 @@ NCSDE_KERNEL_INLINE double sqrt_rn(double x) {
   return __dsqrt_rn(x);
 #else
   return std::sqrt(x);
+#endif
+}
+
+/// |x| (std::fabs on the host: the sign bit cleared, NaN included).
+NCSDE_KERNEL_INLINE double abs_value(double x) {
+#if defined(__CUDA_ARCH__)
+  return fabs(x);
+#else
+  return std::fabs(x);
 #endif
 }
 

@@ -1,0 +1,57 @@
+#pragma once
+/// A device batch (device.hpp) on the host: the device engine's paths (path_engine.hpp) one after
+/// the other on the calling thread, the form a CUDA thread runs compiled for the CPU. It is the
+/// emulated device, by which the unit suite checks the device's arithmetic against the CPU engine.
+#include <cstddef>
+#include <vector>
+
+#include "ncsde/device.hpp"
+#include "ncsde/symmetric.hpp"
+#include "solvers/device/path_engine.hpp"
+
+namespace ncsde::device {
+
+/// The path_job of a batch for a model of noise dimension k (its pointers into the batch).
+inline path_job make_path_job(const device_batch& b, int k) {
+  path_job job;
+  job.seed = b.seed;
+  job.m = b.m;
+  job.k = k;
+  job.t0 = b.t0;
+  job.t_end = b.t_end;
+  job.dt = b.dt;
+  job.steps = b.steps;
+  job.save_steps = b.save_steps.data();
+  job.saves = static_cast<int>(b.save_steps.size());
+  job.blowup_threshold = b.blowup_threshold;
+  job.symmetry_tolerance = ncsde::symmetry_tolerance;
+  return job;
+}
+
+/// Writes path p's summary into out.
+inline void store_summary(const path_summary& s, std::size_t p, device_batch_result& out) {
+  out.outcome[p] = s.outcome;
+  out.steps[p] = s.steps;
+  out.t_stop[p] = s.t_stop;
+  out.saved[p] = s.saved;
+}
+
+/// Runs the batch's paths with `model` on this thread into out (sized here).
+template <class Model>
+void run_batch_host(const Model& model, const device_batch& b, device_batch_result& out) {
+  const path_job job = make_path_job(b, model.noise_dimension(b.m));
+  const std::size_t mm = static_cast<std::size_t>(b.m) * static_cast<std::size_t>(b.m);
+  const std::size_t saves = b.save_steps.size();
+  out.resize(b.paths, b.m, saves);
+  std::vector<double> scratch(static_cast<std::size_t>(path_scratch_doubles(model, b.m)));
+  for (long long q = 0; q < b.paths; ++q) {
+    const auto p = static_cast<std::size_t>(q);
+    double* v = out.states.data() + p * mm;
+    for (std::size_t c = 0; c < mm; ++c) v[c] = b.v0[c];
+    const path_summary s = run_path(model, job, static_cast<std::uint64_t>(b.first_path + q), v,
+                                    out.states_saved.data() + p * saves * mm, scratch.data());
+    store_summary(s, p, out);
+  }
+}
+
+}  // namespace ncsde::device
