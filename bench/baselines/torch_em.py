@@ -90,7 +90,8 @@ def b_relu(v, c_plus, c_minus):
     safe = torch.where(norm > 0.0, norm, torch.ones_like(norm))
     rho = torch.clamp(v / safe, -1.0, 1.0)
     out = scale * (torch.sqrt(1.0 - rho * rho) - rho * torch.arccos(rho)) * norm
-    return out * (1.0 - torch.eye(m))  # ν(1) = 0 on the diagonal
+    # ν(1) = 0 on the diagonal (the mask in v's dtype and on its device)
+    return out * (1.0 - torch.eye(m, dtype=v.dtype, device=v.device))
 
 
 def factor(v):

@@ -21,6 +21,7 @@ from .blowup import blowup_curve
 from .rank_collapse import rank_collapse
 from .validate import validate
 from ._core import (
+    DeviceError,
     EvaluationError,
     PdViolation,
     PythonSde,
@@ -35,6 +36,7 @@ from ._core import (
 )
 
 __all__ = [
+    "DeviceError",
     "EvaluationError",
     "PdViolation",
     "PythonSde",

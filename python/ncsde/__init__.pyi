@@ -19,6 +19,10 @@ Scheme = Literal["em", "milstein", "milstein-commutative", "predictor-corrector"
 Policy = Literal["automatic", "count", "project", "refine", "throw"]
 StepControl = Literal["fixed", "increment", "doubling"]
 
+class DeviceError(RuntimeError):
+    """device='cuda' could not run (no CUDA backend in this build, no GPU, an old driver, out of
+    memory); only device='auto' falls back to the CPU."""
+
 class EvaluationError(RuntimeError):
     """A drift or noise map returned a non-finite value, or a non-symmetric matrix on a symmetric
     or cone state space, at a finite state."""

@@ -115,6 +115,7 @@ PYBIND11_MODULE(_core, m) {
   static py::exception<ncsde::evaluation_error> evaluation_error(m, "EvaluationError",
                                                                  PyExc_RuntimeError);
   static py::exception<ncsde::pd_violation> pd_violation(m, "PdViolation", PyExc_RuntimeError);
+  static py::exception<ncsde::device_error> device_error(m, "DeviceError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -122,6 +123,8 @@ PYBIND11_MODULE(_core, m) {
       evaluation_error(e.what());
     } catch (const ncsde::pd_violation& e) {
       pd_violation(e.what());
+    } catch (const ncsde::device_error& e) {
+      device_error(e.what());
     } catch (const run_cancelled&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);
     } catch (const ncsde::cancelled&) {
@@ -131,6 +134,10 @@ PYBIND11_MODULE(_core, m) {
   m.attr("EvaluationError").attr("__doc__") =
       "A drift or noise map returned a non-finite value, or a non-symmetric matrix on a symmetric "
       "or cone state space, at a finite state (the message names the path, step and time).";
+  m.attr("DeviceError").attr("__doc__") =
+      "device='cuda' could not run: this build has no CUDA backend, the process sees no GPU or "
+      "not the one named, the driver is too old, or the GPU ran out of memory (the message names "
+      "the device and the CUDA runtime's text). Only device='auto' falls back to the CPU.";
   m.attr("PdViolation").attr("__doc__") =
       "A step left the positive-semidefinite cone under policy='throw' (the message names the "
       "path, step, time and smallest eigenvalue).";

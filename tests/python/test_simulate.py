@@ -80,6 +80,38 @@ def test_threads_do_not_change_a_single_bit():
     assert not np.array_equal(one.terminal, other_seed.terminal)
 
 
+def test_the_emulated_device_is_the_cpu_bit_for_bit_and_says_so():
+    # The device engine's kernels on the CPU (docs/gpu.md): the same paths as the CPU engines, the
+    # device in Result.device; a run the device does not take is refused naming why, "auto" runs
+    # it on the CPU and says so.
+    sde = ncsde.models.covariance_sde("attention", tau0=0.5, gamma2=1.0)
+    cpu = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=300, seed=9, save_times=[0.5])
+    dev = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=300, seed=9, save_times=[0.5],
+                         device="emulated")
+    assert np.array_equal(cpu.terminal, dev.terminal, equal_nan=True)
+    assert np.array_equal(cpu.saved, dev.saved, equal_nan=True)
+    assert np.array_equal(cpu.t_stop, dev.t_stop) and np.array_equal(cpu.status, dev.status)
+    assert cpu.device == {"device": "cpu", "note": "", "handed_back": 0}
+    assert dev.device["device"] == "emulated" and dev.device["handed_back"] >= 0
+    with pytest.raises(ValueError, match="device 'emulated' does not run the scheme 'milstein'"):
+        ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=4, scheme="milstein", device="emulated")
+    with pytest.raises(ValueError, match="device 'emulated' does not run a stop condition"):
+        ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=4, stop_level=5.0, device="emulated")
+    auto = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=4, scheme="milstein", device="auto")
+    assert auto.device["device"] == "cpu" and auto.device["note"].startswith("auto: the CPU")
+
+
+def test_device_cuda_is_a_named_error_without_a_gpu():
+    # Without the CUDA backend, or on a machine without a GPU, never a silent run on the CPU.
+    sde = ncsde.models.covariance_sde("mlp")
+    try:
+        r = ncsde.simulate(sde, V0, 0.1, dt=0.01, paths=4, device="cuda")
+    except ncsde.DeviceError as e:
+        assert "device cuda" in str(e), str(e)
+    else:
+        assert r.device["device"] == "cuda:0"  # a machine with a GPU
+
+
 def _cli_run(program, tmp_path, flags):
     out = tmp_path / "paths.csv"
     done = subprocess.run([program, "simulate", *flags, "--format", "json", "--out", str(out)],
@@ -179,6 +211,7 @@ def test_runs_release_the_gil():
         (dict(blowup_threshold=0.0), ["blowup_threshold", "0"]),
         (dict(save_times=[0.5, 2.0]), ["save", "2"]),
         (dict(threads=-1), ["threads", "-1"]),
+        (dict(device="gpu"), ["device", "gpu", "cuda:N"]),
     ],
 )
 def test_bad_arguments_raise_value_error_naming_them(kwargs, texts):
