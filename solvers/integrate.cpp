@@ -204,6 +204,8 @@ void validate_options(const integrate_options& o) {
         fmt::format("in [0, {}] or -1 (automatic)", stream_brownian::max_area_depth));
   if (!(o.blowup_threshold > 0) || !(o.blowup_threshold <= 1e100))
     throw_invalid_argument("integrate", "blowup_threshold", o.blowup_threshold, "in (0, 1e100]");
+  if (!(o.stop_level > 0))
+    throw_invalid_argument("integrate", "stop_level", o.stop_level, "> 0 (inf: never stop)");
   validate_step_control("integrate", o.tolerance, "tolerance", o.max_depth, "max_depth");
   if (o.max_path_steps < 1)
     throw_invalid_argument("integrate", "max_path_steps", o.max_path_steps, ">= 1");

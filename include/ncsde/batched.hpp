@@ -286,6 +286,9 @@ class lane_integrator {
     m_first = first;
     m_rows = rows;
     m_cols = cols;
+    // Whether a lane may stop: the stop condition, or the stop level (square states only).
+    const bool has_level = m_opt.stop_level < std::numeric_limits<double>::infinity();
+    const bool stops = static_cast<bool>(m_opt.stop_condition) || has_level;
     m_v.resize(W, K);
     m_trial.resize(W, K);
     // The increments of up to `ahead` steps at once (lane_normals_at: more streams side by side);
@@ -406,7 +409,7 @@ class lane_integrator {
       // The common step: every lane of the group live and settling as is (plain_group), no stop
       // condition: the group's state moves as one block, which is what settle() and the row copy
       // below do lane by lane in that case.
-      if (alive == W && !m_opt.stop_condition && plain_group(bad)) {
+      if (alive == W && !stops && plain_group(bad)) {
         m_v.swap(m_trial);
         // The cone check's factors are those of the new states: the SDE's next noise map may take
         // them instead of factorising again.
@@ -441,9 +444,13 @@ class lane_integrator {
             continue;
           }
           m_v.row(l) = m_trial.row(l);
-          if (m_opt.stop_condition) {
+          if (stops) {
             lane_into(m_v, l, m_dynamic);
-            if (m_opt.stop_condition(m_dynamic, r.t_stop)) finish(l, path_status::stopped);
+            if ((m_opt.stop_condition && m_opt.stop_condition(m_dynamic, r.t_stop)) ||
+                (has_level &&
+                 step_rules::passes_stop_level(m_dynamic.data(), static_cast<int>(m_dynamic.rows()),
+                                               m_opt.stop_level)))
+              finish(l, path_status::stopped);
           }
         } catch (...) {
           fail(l, std::current_exception());

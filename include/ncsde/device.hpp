@@ -13,11 +13,13 @@
 /// bit wherever the device's arithmetic is (docs/gpu.md says where it is not).
 ///
 /// What it runs: SDEs with a device form (the built-in neural covariance SDEs), schemes with one
-/// (Euler–Maruyama), fixed steps, the default (seed, path) streams, no stop condition; every other
+/// (Euler–Maruyama), fixed steps, the default (seed, path) streams, a stop level but no stop
+/// condition (a function of the state the device cannot call); every other
 /// run is refused with ncsde::invalid_argument naming what the device engine does not take (device
 /// "auto" runs it on the CPU instead, and says so).
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,13 +95,14 @@ struct device_batch {
   long long steps = 0;
   std::vector<long long> save_steps;  ///< grid index of each save time
   double blowup_threshold = 0.0;
+  double stop_level = std::numeric_limits<double>::infinity();  ///< integrate_options::stop_level
 };
 
 /// What a batch returns, path by path (index p − first_path): how it ended (device_outcome), the
-/// steps it took (completed, blown up) or the step at which the CPU engine resumes it (handed
+/// steps it took (completed, blown up, stopped) or the step at which the CPU engine resumes it (handed
 /// back), t_stop, its state then (m² doubles, column-major) and the states at the save times it
 /// reached (saved[p] of them, at states_saved[(p·saves + j)·m²]).
-enum class device_outcome : int { completed = 0, blown_up = 1, handed_back = 2 };
+enum class device_outcome : int { completed = 0, blown_up = 1, handed_back = 2, stopped = 3 };
 struct device_batch_result {
   std::vector<int> outcome;
   std::vector<long long> steps;

@@ -466,6 +466,7 @@ class device_ensemble_worker {
     m_batch.steps = c.grid.steps;
     m_batch.save_steps = c.grid.save_steps;
     m_batch.blowup_threshold = c.resolved.blowup_threshold;
+    m_batch.stop_level = c.resolved.stop_level;
   }
 
   long long blocks_per_claim() const { return m_c.claim; }
@@ -507,8 +508,9 @@ class device_ensemble_worker {
           throw path_failure{p, std::current_exception()};
         }
       } else {
-        r.status =
-            outcome == device_outcome::blown_up ? path_status::blown_up : path_status::completed;
+        r.status = outcome == device_outcome::blown_up  ? path_status::blown_up
+                   : outcome == device_outcome::stopped ? path_status::stopped
+                                                        : path_status::completed;
         r.t_stop = m_out.t_stop[q];
         r.v = v;
       }
@@ -541,7 +543,9 @@ std::string device_refusal(const integrate_options& resolved, bool default_strea
     if (resolved.control != step_control::fixed)
       return format_message("step control '{}' (the device takes fixed steps)",
                             to_string(resolved.control));
-    if (resolved.stop_condition) return "a stop condition (it runs on the CPU)";
+    if (resolved.stop_condition)
+      return "a stop condition (a function of the state: it runs on the CPU; the stop level "
+             "runs on the device)";
     if (rows != cols) return "states that are not square matrices";
     return {};
   }

@@ -198,6 +198,11 @@ struct integrate_options {
   /// Optional stopping rule checked on the grid: stop the path (status stopped) when it returns true.
   /// It sees the state as an ncsde::matrix (d×1 for a vector state).
   std::function<bool(const matrix& v, double t)> stop_condition;
+  /// The stopped process at a level K (docs/maths.md §8.1), for square matrix states: stop the path
+  /// (status stopped) where the stop condition is checked, as soon as max_a X^{aa} > K
+  /// (step_rules::passes_stop_level; the device engine runs the same rule, which it cannot do
+  /// with a stop_condition). +inf (the default): never; otherwise > 0.
+  double stop_level = std::numeric_limits<double>::infinity();
   levy_area_method levy_area = levy_area_method::wiktorsson;
   /// Chen-consistent Lévy areas down to this many halvings of a grid step, in the library's own
   /// noise source (stream_brownian's area_depth, 0..16), for schemes that read Lévy areas: a piece
@@ -506,7 +511,7 @@ class path_integrator {
         finish(st);
         return r;
       }
-      if (m_opt.stop_condition && m_opt.stop_condition(dynamic_state(), r.t_stop)) {
+      if (stop_due(r.t_stop)) {
         finish(path_status::stopped);
         return r;
       }
@@ -526,6 +531,16 @@ class path_integrator {
       m_dynamic = m_v;
       return m_dynamic;
     }
+  }
+
+  /// The stop condition, then the stop level, on the current state at t.
+  bool stop_due(double t) {
+    if (m_opt.stop_condition && m_opt.stop_condition(dynamic_state(), t)) return true;
+    if constexpr (!State::IsVectorAtCompileTime)
+      if (m_opt.stop_level < std::numeric_limits<double>::infinity())
+        return step_rules::passes_stop_level(m_v.data(), static_cast<int>(m_v.rows()),
+                                             m_opt.stop_level);
+    return false;
   }
 
   void observe(Observer& observer, double t) {
@@ -697,7 +712,7 @@ class path_integrator {
     ++r.steps;
     r.stepping.deepest = std::max(r.stepping.deepest, depth);
     if (st != path_status::completed) return st;
-    if (m_opt.stop_condition && m_opt.stop_condition(dynamic_state(), t_end)) {
+    if (stop_due(t_end)) {
       m_stop_time = t_end;
       return path_status::stopped;
     }
@@ -882,6 +897,10 @@ State validate_problem(std::string_view where, const problem<S, State>& p,
       throw_invalid(where, detail::format_message("V0 must be {}×{} for this SDE (got {}×{})", rows,
                                                   cols, v0.rows(), v0.cols()));
   }
+  if (opt.stop_level < std::numeric_limits<double>::infinity() && v0.rows() != v0.cols())
+    throw_invalid(where, detail::format_message("stop_level needs square matrix states (got V0 of "
+                                                "{}×{})",
+                                                v0.rows(), v0.cols()));
   const double size = v0.cwiseAbs().maxCoeff();
   if (!(size <= opt.blowup_threshold))
     throw_invalid(where, detail::format_message(

@@ -26,6 +26,14 @@ NCSDE_KERNEL_INLINE bool beyond_round_off(double asymmetry, double size,
   return asymmetry > asymmetry_tolerance(size, symmetry_tolerance);
 }
 
+/// The stop level's rule (integrate_options::stop_level): some diagonal entry of the m×m state v
+/// (column-major) exceeds `level`, i.e. max_a V^{aa} > level on a finite state.
+NCSDE_KERNEL_INLINE bool passes_stop_level(const double* v, int m, double level) {
+  for (int a = 0; a < m; ++a)
+    if (v[a + a * m] > level) return true;
+  return false;
+}
+
 /// Symmetrises the m×m matrix stored column-major at v (entry (a, b) at a + b·m) in place, each
 /// off-diagonal pair replaced by its mean, and returns the largest |v(a, b) − v(b, a)| before (NaN
 /// when an off-diagonal pair is not finite). The diagonal becomes ½(d + d), as symmetrize() does

@@ -326,13 +326,11 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
                                         summaries, full ? " (with the covariance)" : ""));
         };
 
-        std::function<bool(const matrix&, double)> stop;
         if (stop_level) {
-          const double level = *stop_level;
-          if (!(level > 0.0))
-            throw_invalid_argument("simulate", "stop_level", level, "> 0 (None: never stop)");
+          if (!(*stop_level > 0.0))
+            throw_invalid_argument("simulate", "stop_level", *stop_level, "> 0 (None: never stop)");
           // As `ncsde simulate --stop-level`: stopped at the first step with max_a V^{aa} > K.
-          stop = [level](const matrix& v, double) { return v.diagonal().maxCoeff() > level; };
+          iopt.stop_level = *stop_level;
         }
 
         std::atomic<bool> cancel{false};
@@ -349,12 +347,10 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
           // Checked after every step: Ctrl-C ends the run at the next step of every path. On a
           // device (which takes no stop condition) the executor's check between batches does it.
           if (eopt.device.kind == device_kind::cpu)
-            iopt.stop_condition = [&cancel, stop](const matrix& v, double t) {
+            iopt.stop_condition = [&cancel](const matrix&, double) {
               if (cancel.load(std::memory_order_relaxed)) throw run_cancelled();
-              return stop && stop(v, t);
+              return false;
             };
-          else
-            iopt.stop_condition = stop;
           h.r = run_interruptible<ensemble_result>(
               [&] { return model.sde.run_ensemble(scheme, x0, t_end, iopt, eopt); }, cancel);
         } else {
@@ -368,11 +364,10 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
             eopt.functionals = models::summary_functionals(int(s.as_matrix.rows()));
           check_memory_of(s.is_vector ? s.as_vector.size() : s.as_matrix.rows(),
                           s.is_vector ? 1 : s.as_matrix.cols(), eopt.functionals.size());
-          if (stop && !square)
+          if (stop_level && !square)
             throw py::value_error(
                 fmt::format("simulate: stop_level needs a square matrix state (got V0 of shape {})",
                             shape_text(s.shape)));
-          iopt.stop_condition = stop;
           auto run = [&]<state_space Space>() {
             python_sde<Space> x;
             x.callbacks = cb;
@@ -436,7 +431,7 @@ arrays (False: summaries only). progress: a progress bar on stderr. covariance: 
 summaries keep of the packed coordinates' spread, "full" (Result.terminal_covariance, K² numbers),
 "diagonal" (their variances) or "automatic" (full for K ≤ 136, i.e. m ≤ 16 on matrices).
 device: where the paths run, "cpu", "cuda" or "cuda:N" (a GPU: a model's SDE, scheme "em", fixed
-steps, no stop_level), "auto" (a GPU when there is one and the run allows it, else the CPU:
+steps), "auto" (a GPU when there is one and the run allows it, else the CPU:
 Result.device says which and why) or "emulated" (the GPU kernels on the CPU); the same paths as
 the CPU's, bit for bit where the GPU's arithmetic is the CPU's (docs/gpu.md).
 

@@ -25,6 +25,7 @@ inline path_job make_path_job(const device_batch& b, int k) {
   job.saves = static_cast<int>(b.save_steps.size());
   job.blowup_threshold = b.blowup_threshold;
   job.symmetry_tolerance = ncsde::symmetry_tolerance;
+  job.stop_level = b.stop_level;
   return job;
 }
 

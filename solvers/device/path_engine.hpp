@@ -13,7 +13,8 @@
 ///    does (step_rules.hpp): blown up (not finite, or max |V| above the threshold) ends the path
 ///    there, with its state and t_stop = t_i + h;
 ///  - the trial must factor by Cholesky (positive definite: the CPU's cone check accepts it
-///    uncounted, and its factor is L_{i+1}), and then it is V_{i+1}; save times are grid steps.
+///    uncounted, and its factor is L_{i+1}), and then it is V_{i+1}; a V_{i+1} past the stop level
+///    (step_rules::passes_stop_level) stops the path at t_{i+1}; save times are grid steps.
 /// Anything else is the CPU engine's to handle, by its rules and with its messages, so the path is
 /// handed back at step i, unchanged: a drift or noise map that is not finite, an asymmetry beyond
 /// round-off, a trial that is not positive definite (boundary or outside: the cone policies, their
@@ -45,10 +46,11 @@ struct path_job {
   int saves = 0;
   double blowup_threshold = 0.0;
   double symmetry_tolerance = 0.0;  ///< symmetric.hpp's
+  double stop_level = 1.0 / 0.0;    ///< integrate_options::stop_level (+inf: none)
 };
 
 /// How a device path ended.
-enum path_outcome : int { completed = 0, blown_up = 1, handed_back = 2 };
+enum path_outcome : int { completed = 0, blown_up = 1, handed_back = 2, stopped = 3 };
 
 /// One path's result (its states are in the batch's arrays).
 struct path_summary {
@@ -143,6 +145,13 @@ NCSDE_HOST_DEVICE inline path_summary run_path(const Model& model, const path_jo
     for (long long c = 0; c < mm; ++c) {
       v[c] = trial[c];
       l[c] = l_trial[c];
+    }
+    if (step_rules::passes_stop_level(v, m, job.stop_level)) {
+      r.outcome = stopped;
+      r.steps = i + 1;
+      r.t_stop = grid_time(job, i + 1);
+      r.saved = next_save;
+      return r;
     }
     save_due(i + 1);
   }

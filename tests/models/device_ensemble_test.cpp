@@ -138,6 +138,34 @@ TEST_CASE(
       d, ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, ensemble({})));
 }
 
+TEST_CASE("the stop level runs on the emulated device by the CPU's rule, bit for bit") {
+  // max_a V^{aa} > K after a step stops the path (the stopped process); V0's diagonal is about 1.
+  ncsde::integrate_options io;
+  io.dt = 0.01;
+  io.save_times = {0.2, 0.4};
+  io.stop_level = 1.6;
+  long long stopped = 0;
+  for (const support::model_case& c : support::model_cases)
+    for (const int m : {2, 4}) {
+      INFO(c.name, ", m = ", m);
+      const ncsde::problem<models::covariance_sde> prob{
+          support::make_sde(c, 0.6, 0.8), support::random_spd<matrix>(m, 4, 0.3), 0.5};
+      const ncsde::ensemble_result d =
+          ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, ensemble(emulated));
+      stopped += d.stopped;
+      ncsde::test::check_identical(
+          d, ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, ensemble({})));
+    }
+  CHECK(stopped > 0);
+  // The option is checked, and needs square states.
+  io.stop_level = 0.0;
+  const ncsde::problem<models::covariance_sde> prob{support::make_sde(support::model_cases[0]),
+                                                    support::random_spd<matrix>(2, 4, 0.3), 0.5};
+  CHECK_THROWS_WITH_AS(
+      (void)ncsde::run_ensemble(ncsde::euler_maruyama<>{}, prob, io, ensemble(emulated)),
+      doctest::Contains("stop_level"), ncsde::invalid_argument);
+}
+
 TEST_CASE("the emulated device's results do not depend on the thread count or the path range") {
   ncsde::integrate_options io;
   io.dt = 0.02;

@@ -95,8 +95,13 @@ def test_the_emulated_device_is_the_cpu_bit_for_bit_and_says_so():
     assert dev.device["device"] == "emulated" and dev.device["handed_back"] >= 0
     with pytest.raises(ValueError, match="device 'emulated' does not run the scheme 'milstein'"):
         ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=4, scheme="milstein", device="emulated")
-    with pytest.raises(ValueError, match="device 'emulated' does not run a stop condition"):
-        ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=4, stop_level=5.0, device="emulated")
+    # The stop level runs on the device, by the CPU's rule.
+    cpu = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=300, seed=9, stop_level=2.0)
+    dev = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=300, seed=9, stop_level=2.0,
+                         device="emulated")
+    assert cpu.stopped > 0 and dev.stopped == cpu.stopped
+    assert np.array_equal(cpu.terminal, dev.terminal, equal_nan=True)
+    assert np.array_equal(cpu.t_stop, dev.t_stop) and np.array_equal(cpu.status, dev.status)
     auto = ncsde.simulate(sde, V0, 1.0, dt=0.01, paths=4, scheme="milstein", device="auto")
     assert auto.device["device"] == "cpu" and auto.device["note"].startswith("auto: the CPU")
 

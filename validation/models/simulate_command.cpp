@@ -74,13 +74,8 @@ int run_simulate_command(const simulate_args& a) {
   iopt.blowup_threshold = a.blowup_threshold;
   if (!(a.stop_level > 0.0))
     throw_invalid_argument("ncsde simulate", "--stop-level", a.stop_level, "> 0 (inf: never stop)");
-  if (std::isfinite(a.stop_level)) {
-    // Stopped process (docs/maths.md §8.1): status stopped at the first step with max_a V^{aa} > K.
-    const double level = a.stop_level;
-    iopt.stop_condition = [level](const matrix& v, double) {
-      return v.diagonal().maxCoeff() > level;
-    };
-  }
+  // Stopped process (docs/maths.md §8.1): status stopped at the first step with max_a V^{aa} > K.
+  iopt.stop_level = a.stop_level;
 
   ensemble_options eopt;
   eopt.seed = a.run.seed;

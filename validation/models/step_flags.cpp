@@ -30,7 +30,7 @@ void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags) {
 void add_device_flag(CLI::App& sub, std::string& device) {
   sub.add_option("--device", device,
                  "Where the paths run: cpu; cuda or cuda:N (a GPU, the CUDA backend: --scheme em, "
-                 "fixed steps, a built-in model, no --stop-level; the CPU paths bit for bit where "
+                 "fixed steps, a built-in model; the CPU paths bit for bit where "
                  "the GPU's arithmetic is the CPU's, docs/gpu.md); auto (a GPU when there is one "
                  "and the run allows it, else the CPU, and the output says which and why); "
                  "emulated (the GPU kernels on the CPU, for checking them)")
