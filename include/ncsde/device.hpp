@@ -123,6 +123,15 @@ struct device_batch_result {
   }
 };
 
+/// A bound on the device memory one path of a batch takes, in bytes: its state and the states at
+/// the save times (m² doubles each), the device engine's scratch (the factors, the trial, drift and
+/// noise: 5 m²; the increment: k) and a model's workspace (at most 6 m² + m for the built-in
+/// models), and its summary. The device engine sizes its batches by it (4 GiB at most).
+inline double device_batch_bytes_per_path(int m, int k, std::size_t saves) {
+  const double mm = static_cast<double>(m) * static_cast<double>(m);
+  return 8.0 * (mm * (static_cast<double>(saves) + 12.0) + static_cast<double>(k) + m) + 32.0;
+}
+
 /// S has a device form: s.run_device_batch(batch, out) runs the batch on batch.device (the model
 /// layer's SDEs: their device kernels, docs/gpu.md), filling out (sized by the caller), and throws
 /// ncsde::device_error when the device cannot run it.

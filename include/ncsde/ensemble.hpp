@@ -425,54 +425,46 @@ class batched_ensemble_worker {
 
 /// Per-thread worker of a run on a device (device.hpp): a run worker of the executor that claims
 /// `claim` blocks at once and runs their paths as one device batch (S's device form); a path the
-/// device hands back is resumed by the CPU's per-path engine at its step, on its (seed, path)
-/// stream (path_integrator::run_from), so that every path is recorded as the CPU would record it.
+/// device hands back is resumed by the per-path engine of ensemble_worker at its step, on its
+/// source (path_integrator::run_from), so that every path is recorded as the CPU would record it.
 /// The lowest failing path of a claim ends it with its error (path_failure).
-template <class Stepper, class S, class State, class Fixed>
+template <class Stepper, class S, class State, class Fixed, class SourceFactory>
 class device_ensemble_worker {
+  using per_path = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
   using rebound = stepper_for<Stepper, Fixed>;
   using local_stepper = typename rebound::type;
-  using engine_type =
-      path_integrator<local_stepper, S, stream_brownian, null_observer, Fixed, State>;
+  using Source = std::invoke_result_t<const SourceFactory&, std::uint64_t>;
+  using engine_type = path_integrator<local_stepper, S, Source, null_observer, Fixed, State>;
 
  public:
   using block_type = block_result;
 
   struct context {
-    const Stepper& stepper;
-    const S& sde;
-    const State& v0;
-    const step_grid& grid;
-    const integrate_options& resolved;
-    const ensemble_options& opt;
-    const state_layout& layout;
-    int k;
-    int area_depth;
+    typename per_path::context run;  ///< the run, as the per-path workers see it
     device_spec device;
     long long claim;                      ///< blocks per claim
     std::atomic<long long>& handed_back;  ///< paths the CPU resumed
   };
 
   explicit device_ensemble_worker(const context& c)
-      : m_c(c), m_sde(c.sde), m_stepper(rebound::make(c.stepper)) {
-    const int m = static_cast<int>(c.v0.rows());
+      : m_c(c), m_run(c.run), m_sde(m_run.sde), m_stepper(rebound::make(m_run.stepper)) {
     m_batch.device = c.device;
-    m_batch.seed = c.opt.seed;
-    m_batch.m = m;
-    m_batch.v0.assign(c.v0.data(), c.v0.data() + c.v0.size());
-    m_batch.t0 = c.grid.t0;
-    m_batch.t_end = c.grid.t_end;
-    m_batch.dt = c.grid.dt;
-    m_batch.steps = c.grid.steps;
-    m_batch.save_steps = c.grid.save_steps;
-    m_batch.blowup_threshold = c.resolved.blowup_threshold;
-    m_batch.stop_level = c.resolved.stop_level;
+    m_batch.seed = m_run.opt.seed;
+    m_batch.m = static_cast<int>(m_run.v0.rows());
+    m_batch.v0.assign(m_run.v0.data(), m_run.v0.data() + m_run.v0.size());
+    m_batch.t0 = m_run.grid.t0;
+    m_batch.t_end = m_run.grid.t_end;
+    m_batch.dt = m_run.grid.dt;
+    m_batch.steps = m_run.grid.steps;
+    m_batch.save_steps = m_run.grid.save_steps;
+    m_batch.blowup_threshold = m_run.resolved.blowup_threshold;
+    m_batch.stop_level = m_run.resolved.stop_level;
   }
 
   long long blocks_per_claim() const { return m_c.claim; }
 
   block_result begin_block(const block_info& info) const {
-    return start_block(info, m_c.layout, m_c.resolved, m_c.opt);
+    return start_block(info, m_run.layout, m_run.resolved, m_run.opt);
   }
 
   void run_blocks(std::span<const block_info> infos, std::span<block_result> blocks) {
@@ -498,12 +490,11 @@ class device_ensemble_worker {
       if (outcome == device_outcome::handed_back) {
         m_c.handed_back.fetch_add(1);
         try {
-          stream_brownian source(random_stream(m_c.opt.seed, static_cast<std::uint64_t>(p)), m_c.k,
-                                 m_c.resolved.levy_area, m_c.area_depth);
-          engine_type engine(m_stepper, m_sde, source, m_c.resolved, p);
+          Source source = m_run.make_source(static_cast<std::uint64_t>(p));
+          engine_type engine(m_stepper, m_sde, source, m_run.resolved, p);
           null_observer obs;
           const State v_resume = v;
-          r = engine.run_from(v_resume, m_out.steps[q], std::move(r), m_c.grid, obs);
+          r = engine.run_from(v_resume, m_out.steps[q], std::move(r), m_run.grid, obs);
         } catch (...) {
           throw path_failure{p, std::current_exception()};
         }
@@ -514,12 +505,13 @@ class device_ensemble_worker {
         r.t_stop = m_out.t_stop[q];
         r.v = v;
       }
-      record_path(p, r, m_c.layout, m_c.opt, blocks[b], m_path, m_dynamic);
+      record_path(p, r, m_run.layout, m_run.opt, blocks[b], m_path, m_dynamic);
     }
   }
 
  private:
   const context& m_c;
+  const typename per_path::context& m_run;
   S m_sde;
   local_stepper m_stepper;
   device_batch m_batch;
@@ -658,26 +650,20 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
         // workers step them.
         using rebound = stepper_for<Stepper, Fixed>;
         using lane_stepper = typename rebound::type;
+        using path_worker = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
+        const typename path_worker::context run_context{
+            stepper, prob.sde,    v0,
+            grid,    resolved,    opt,
+            layout,  make_source, prob.sde.noise_dimension(run.m)};
         if constexpr (DeviceSde<S> && device_form_of<Stepper> != device_scheme::none) {
           if (device.on_device) {
-            using worker = device_ensemble_worker<Stepper, S, State, Fixed>;
+            using worker = device_ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
             std::atomic<long long> handed_back{0};
-            const double bytes_per_path = 8.0 * static_cast<double>(v0.size()) *
-                                          static_cast<double>(resolved.save_times.size() + 8);
+            const double bytes_per_path = device_batch_bytes_per_path(
+                static_cast<int>(v0.rows()), run_context.k, resolved.save_times.size());
             const typename worker::context c{
-                stepper,
-                prob.sde,
-                v0,
-                grid,
-                resolved,
-                opt,
-                layout,
-                prob.sde.noise_dimension(run.m),
-                resolved_area_depth(iopt, state_space_of<S>,
-                                    Stepper::request.needs_iterated_integrals()),
-                device.spec,
-                device_claim_blocks(device.spec, out.block_size, bytes_per_path),
-                handed_back};
+                run_context, device.spec,
+                device_claim_blocks(device.spec, out.block_size, bytes_per_path), handed_back};
             run.seconds = execute(
                               range, xopt, [&] { return worker(c); }, reduce)
                               .seconds;
@@ -701,12 +687,8 @@ ensemble_partial run_ensemble_impl(const Stepper& stepper, const problem<S, Stat
             }
           }
         }
-        using worker = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
-        const typename worker::context c{stepper, prob.sde,    v0,
-                                         grid,    resolved,    opt,
-                                         layout,  make_source, prob.sde.noise_dimension(run.m)};
         run.seconds = execute(
-                          range, xopt, [&] { return worker(c); }, reduce)
+                          range, xopt, [&] { return path_worker(run_context); }, reduce)
                           .seconds;
       });
   return out;
