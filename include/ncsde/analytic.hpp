@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/lanes.hpp"
 #include "ncsde/noise.hpp"
 #include "ncsde/state_space.hpp"
@@ -132,6 +133,11 @@ class gbm {
   /// operations as drift() and diffusion() (bit-identical paths).
   void drift_lanes(const lane_block& v, lane_block& out, double t) const;
   void diffusion_lanes(const lane_block& v, const lane_block& xi, lane_block& out, double t) const;
+  /// The device form (DeviceSde, device.hpp): a batch of paths on batch.device, the CUDA backend or
+  /// the emulated device, with gbm_device_model (solvers/device/analytic_kernels.hpp: μ V and
+  /// σ ξ₁ V in the operations and order of drift() and diffusion()). ncsde::device_error when the
+  /// device cannot run it.
+  void run_device_batch(const device_batch& batch, device_batch_result& out) const;
 
   /// V_T from W_T (size 1).
   matrix exact(const matrix& v0, const Eigen::Ref<const vector>& w_t, double t) const;
@@ -154,6 +160,8 @@ class gbm {
 /// (V_T = D V0 D with D diagonal and positive).
 /// Invariant: A and the B_j square, of one size, symmetric, finite; k ≥ 1. Throws
 /// ncsde::invalid_argument.
+/// No device form (device.hpp): the coefficients are matrices, which a device thread would read
+/// from device memory; an ensemble on a device refuses it (device "auto" runs it on the CPU).
 class hadamard_linear {
  public:
   /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
@@ -206,6 +214,7 @@ class hadamard_linear {
 /// 𝓛₀ = I⊗A + A⊗I + Σ_j B_j⊗B_j and 𝓑_j = I⊗B_j + B_j⊗I, so E[vec V_T] = e^{T𝓛₀} vec V0 and the
 /// m⁴-vector of second moments obeys the generator I⊗𝓛₀ + 𝓛₀⊗I + Σ_j 𝓑_j⊗𝓑_j.
 /// Invariant: A and the B_j square, of one size, finite; k ≥ 1. Throws ncsde::invalid_argument.
+/// No device form (device.hpp), as hadamard_linear: its coefficients are matrices.
 class lifted_linear {
  public:
   /// Solutions live on the positive-semidefinite cone: checks and pd_policy apply.
@@ -284,6 +293,12 @@ class linear_covariance {
   void use_cholesky_lanes(const lane_block& v, const lane_block& l, const lane_mask& ok) const {
     m_lanes.hint.adopt(v, l, ok);
   }
+  /// The device form (DeviceSde, device.hpp): a batch of paths on batch.device, the CUDA backend or
+  /// the emulated device, with linear_covariance_device_model (solvers/device/analytic_kernels.hpp:
+  /// 0 and L W Lᵀ in the operations and order of drift() and diffusion(), L the Cholesky factor; a
+  /// step from a V without one is the CPU engine's). ncsde::device_error when the device cannot
+  /// run it.
+  void run_device_batch(const device_batch& batch, device_batch_result& out) const;
 
   matrix second_moments(const matrix& v0, double t) const;
   /// vec Q = exp(τ 𝓚ᵀ) vec F, 𝓚 the second-moment generator: (𝓚M)^{ab,cd} = M^{ac,bd} + M^{ad,bc}.
@@ -332,6 +347,12 @@ class wishart {
   void use_cholesky_lanes(const lane_block& v, const lane_block& l, const lane_mask& ok) const {
     m_lanes.hint.adopt(v, l, ok);
   }
+  /// The device form (DeviceSde, device.hpp): a batch of paths on batch.device, the CUDA backend or
+  /// the emulated device, with wishart_device_model (solvers/device/analytic_kernels.hpp: p·I and
+  /// L Ξ + Ξᵀ Lᵀ in the operations and order of drift() and diffusion(), L the Cholesky factor; a
+  /// step from a V without one is the CPU engine's). ncsde::device_error when the device cannot
+  /// run it.
+  void run_device_batch(const device_batch& batch, device_batch_result& out) const;
 
   /// (X0 + W)(X0 + W)ᵀ for a Brownian matrix value W (m×p): the exact law's sampler.
   static matrix exact_in_law(const matrix& x0, const matrix& w);

@@ -12,7 +12,8 @@
 /// cone policies, their counters and the errors are the CPU's, and a path is the CPU path bit for
 /// bit wherever the device's arithmetic is (docs/gpu.md says where it is not).
 ///
-/// What it runs: SDEs with a device form (the built-in neural covariance SDEs), schemes with one
+/// What it runs: SDEs with a device form (the built-in neural covariance SDEs; the analytic
+/// problems gbm, linear_covariance and wishart, analytic.hpp), schemes with one
 /// (Euler–Maruyama), fixed steps, the default (seed, path) streams, a stop level but no stop
 /// condition (a function of the state the device cannot call); every other
 /// run is refused with ncsde::invalid_argument naming what the device engine does not take (device
@@ -133,8 +134,9 @@ inline double device_batch_bytes_per_path(int m, int k, std::size_t saves) {
 }
 
 /// S has a device form: s.run_device_batch(batch, out) runs the batch on batch.device (the model
-/// layer's SDEs: their device kernels, docs/gpu.md), filling out (sized by the caller), and throws
-/// ncsde::device_error when the device cannot run it.
+/// layer's SDEs and the analytic problems gbm, linear_covariance and wishart: their device kernels,
+/// docs/gpu.md), filling out (sized by the caller), and throws ncsde::device_error when the device
+/// cannot run it.
 template <class S>
 concept DeviceSde = requires(const S& s, const device_batch& b, device_batch_result& out) {
   s.run_device_batch(b, out);

@@ -526,8 +526,9 @@ template <class Stepper, class S>
 std::string device_refusal(const integrate_options& resolved, bool default_stream, int rows,
                            int cols) {
   if constexpr (!DeviceSde<S>) {
-    return "an SDE without a device form (the built-in neural covariance SDEs have one; models "
-           "libraries' and Python SDEs run on the CPU)";
+    return "an SDE without a device form (the built-in neural covariance SDEs and the analytic "
+           "problems gbm, linear_covariance and wishart have one; models libraries' and Python "
+           "SDEs run on the CPU)";
   } else if constexpr (device_form_of<Stepper> == device_scheme::none) {
     return format_message("the scheme '{}' (Euler-Maruyama, em, has a device form)", Stepper::name);
   } else {

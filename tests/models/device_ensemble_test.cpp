@@ -205,11 +205,12 @@ TEST_CASE("the device engine refuses the runs it does not take, naming what") {
   stopped.stop_condition = [](const matrix& v, double) { return v(0, 0) > 10.0; };
   CHECK(refusal(ncsde::euler_maruyama<>{}, stopped, emulated).find("a stop condition") !=
         std::string::npos);
-  // An SDE without a device form (an analytic problem).
-  const ncsde::problem<ncsde::analytic::gbm> gbm{ncsde::analytic::gbm{},
-                                                 matrix::Constant(1, 1, 1.0), 0.1};
+  // An SDE without a device form (an analytic problem with matrix coefficients).
+  const ncsde::problem<ncsde::analytic::hadamard_linear> hadamard{
+      ncsde::analytic::hadamard_linear(matrix::Constant(1, 1, 0.5), {matrix::Constant(1, 1, 0.3)}),
+      matrix::Constant(1, 1, 1.0), 0.1};
   CHECK_THROWS_WITH_AS(
-      (void)ncsde::run_ensemble(ncsde::euler_maruyama<>{}, gbm, io, ensemble(emulated)),
+      (void)ncsde::run_ensemble(ncsde::euler_maruyama<>{}, hadamard, io, ensemble(emulated)),
       doctest::Contains("an SDE without a device form"), ncsde::invalid_argument);
   // auto runs such a run on the CPU, and says why.
   const ncsde::ensemble_result r =
