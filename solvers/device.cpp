@@ -43,14 +43,22 @@ device_spec parse_device(std::string_view text, std::string_view param) {
 
 bool cuda_backend_built() { return detail::cuda_built; }
 
-std::vector<cuda_device_info> cuda_devices() {
-#if defined(NCSDE_HAVE_CUDA)
-  return detail::cuda_query_devices();
-#else
+namespace detail {
+
+void throw_no_cuda_backend() {
   throw device_error(
       "device cuda: this build of ncsde has no CUDA backend (CMake found no CUDA compiler when "
       "it was configured; configure with nvcc on PATH or -DCMAKE_CUDA_COMPILER=..., "
       "docs/gpu.md)");
+}
+
+}  // namespace detail
+
+std::vector<cuda_device_info> cuda_devices() {
+#if defined(NCSDE_HAVE_CUDA)
+  return detail::cuda_query_devices();
+#else
+  detail::throw_no_cuda_backend();
 #endif
 }
 

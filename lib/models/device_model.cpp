@@ -2,6 +2,7 @@
 
 #include "device/model_batches.hpp"
 #include "ncsde/error.hpp"
+#include "solvers/cuda/cuda_runtime.hpp"
 #include "solvers/device/batch_host.hpp"
 
 namespace ncsde::models {
@@ -30,27 +31,19 @@ device::shaped_activation_device_model device_model_of(const shaped_activation_s
 
 namespace {
 
-/// `model`'s batch on the device the batch names.
+/// `model`'s batch on the device the batch names: the emulated device (the device engine on this
+/// thread) or a CUDA GPU (cuda/model_batches.cu, built with the CUDA backend).
 template <class Model>
 void run_model_batch(const Model& model, const device_batch& batch, device_batch_result& out) {
-  switch (batch.device.kind) {
-    case device_kind::emulated:
-      ncsde::device::run_batch_host(model, batch, out);
-      return;
-    case device_kind::cuda:
+  ncsde::device::run_device_batch_on(
+      model, batch, out, [](const auto& m, const device_batch& b, device_batch_result& o) {
 #if defined(NCSDE_HAVE_CUDA)
-      detail::run_batch_cuda(model, batch, out);
-      return;
+        detail::run_batch_cuda(m, b, o);
 #else
-      throw device_error(
-          "device cuda: this build of ncsde has no CUDA backend (CMake found no CUDA compiler when "
-          "it was configured; docs/gpu.md)");
+        (void)m, (void)b, (void)o;
+        ncsde::detail::throw_no_cuda_backend();
 #endif
-    case device_kind::cpu:
-    case device_kind::automatic:
-      break;
-  }
-  throw_invalid("run_device_batch", "the batch names no device (cuda:N or emulated)");
+      });
 }
 
 }  // namespace

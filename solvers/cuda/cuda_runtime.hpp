@@ -18,4 +18,7 @@ inline constexpr bool cuda_built = false;
 /// The devices the CUDA runtime sees (none: device_error, with the runtime's text).
 std::vector<cuda_device_info> cuda_query_devices();
 
+/// Throws the device_error of device "cuda" in a build without the CUDA backend.
+[[noreturn]] void throw_no_cuda_backend();
+
 }  // namespace ncsde::detail

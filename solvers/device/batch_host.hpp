@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ncsde/device.hpp"
+#include "ncsde/error.hpp"
 #include "ncsde/symmetric.hpp"
 #include "solvers/device/path_engine.hpp"
 
@@ -53,6 +54,26 @@ void run_batch_host(const Model& model, const device_batch& b, device_batch_resu
                                     out.states_saved.data() + p * saves * mm, scratch.data());
     store_summary(s, p, out);
   }
+}
+
+/// Runs `model`'s batch on the device the batch names: the emulated device (run_batch_host, on this
+/// thread) or a CUDA GPU through on_cuda(model, batch, out), the model family's CUDA entry point (in
+/// a build without the CUDA backend, one that calls detail::throw_no_cuda_backend).
+template <class Model, class OnCuda>
+void run_device_batch_on(const Model& model, const device_batch& batch, device_batch_result& out,
+                         OnCuda&& on_cuda) {
+  switch (batch.device.kind) {
+    case device_kind::emulated:
+      run_batch_host(model, batch, out);
+      return;
+    case device_kind::cuda:
+      on_cuda(model, batch, out);
+      return;
+    case device_kind::cpu:
+    case device_kind::automatic:
+      break;
+  }
+  throw_invalid("run_device_batch", "the batch names no device (cuda:N or emulated)");
 }
 
 }  // namespace ncsde::device

@@ -17,6 +17,7 @@
 #include "ncsde/models/shaped_tanh.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
 #include "ncsde/steppers/milstein.hpp"
+#include "support/device_checks.hpp"
 #include "support/ensemble_compare.hpp"
 #include "support/model_cases.hpp"
 #include "support/random_matrices.hpp"
@@ -29,34 +30,18 @@ using ncsde::matrix;
 namespace models = ncsde::models;
 
 ncsde::ensemble_options ensemble(device_spec device, int threads = 2) {
-  ncsde::ensemble_options eo;
-  eo.paths = 40;
-  eo.seed = 5;
-  eo.threads = threads;
-  eo.keep_paths = true;
-  eo.progress = ncsde::progress_mode::off;
-  eo.device = device;
-  return eo;
+  return support::device_test_ensemble(device, 5, threads);
 }
 
-const device_spec emulated{device_kind::emulated, 0};
+const device_spec emulated = support::emulated_device;
 
-/// The emulated device's ensemble of prob against the CPU's, batched and per path.
+/// The emulated device's ensemble of prob against the CPU's (support::check_device_is_cpu), adding
+/// the paths it handed back to *handed_back.
 template <class S>
 void check_device_is_cpu(const ncsde::problem<S>& prob, const ncsde::integrate_options& io,
                          long long* handed_back = nullptr) {
-  const ncsde::euler_maruyama<> em;
-  const ncsde::ensemble_result d = ncsde::run_ensemble(em, prob, io, ensemble(emulated));
-  CHECK(d.device.device == "emulated");
-  ncsde::ensemble_options per_path = ensemble({});
-  per_path.batched = false;
-  ncsde::test::check_identical(d, ncsde::run_ensemble(em, prob, io, ensemble({})));
-  ncsde::test::check_identical(d, ncsde::run_ensemble(em, prob, io, per_path));
-  // A path is handed back at its first step off the open cone (or at an asymmetric or non-finite
-  // step, which these runs do not have): once per path that leaves it.
-  CHECK(d.device.handed_back >= d.paths_with_violations);
-  CHECK(d.device.handed_back <= d.paths_with_violations + d.pd.boundary);
-  if (handed_back != nullptr) *handed_back += d.device.handed_back;
+  const long long n = support::check_device_is_cpu(prob, io, 5);
+  if (handed_back != nullptr) *handed_back += n;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "ncsde/models/shaped.hpp"
 #include "ncsde/models/shaped_tanh.hpp"
 #include "ncsde/psd.hpp"
+#include "support/device_checks.hpp"
 #include "support/random_matrices.hpp"
 
 namespace {
@@ -36,21 +37,8 @@ static_assert(dev::pi == std::numbers::pi && dev::sqrt2 == std::numbers::sqrt2);
 
 constexpr int sizes[] = {1, 2, 3, 4, 5, 8, 9, 17};
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-
-/// Entries k < n whose bits differ between a and b (memcmp: +0 and −0 differ, so do two NaNs with
-/// different payloads).
-int differing_entries(const double* a, const double* b, int n) {
-  int count = 0;
-  for (int k = 0; k < n; ++k) count += std::memcmp(a + k, b + k, sizeof(double)) != 0 ? 1 : 0;
-  return count;
-}
-int differing_entries(const matrix& a, const std::vector<double>& b) {
-  REQUIRE(static_cast<std::size_t>(a.size()) == b.size());
-  return differing_entries(a.data(), b.data(), static_cast<int>(b.size()));
-}
-
-/// Buffers filled with NaN, so that an entry the device code reads before writing shows up.
-std::vector<double> nans(int n) { return std::vector<double>(static_cast<std::size_t>(n), nan); }
+using support::differing_entries;
+using support::nans;
 
 /// The positive-definite V of the tests: A Aᵀ/m + 0.1 Id, A Gaussian from `seed`.
 matrix spd(int m, std::uint64_t seed) { return support::random_spd(m, seed, 0.1); }

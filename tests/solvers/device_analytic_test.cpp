@@ -18,13 +18,12 @@
 #include "ncsde/device.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/steppers/euler_maruyama.hpp"
+#include "support/device_checks.hpp"
 #include "support/ensemble_compare.hpp"
 #include "support/random_matrices.hpp"
 
 namespace {
 
-using ncsde::device_kind;
-using ncsde::device_spec;
 using ncsde::matrix;
 using ncsde::vector;
 namespace analytic = ncsde::analytic;
@@ -35,22 +34,8 @@ static_assert(ncsde::DeviceSde<analytic::gbm> && ncsde::DeviceSde<analytic::line
 static_assert(!ncsde::DeviceSde<analytic::hadamard_linear> &&
               !ncsde::DeviceSde<analytic::lifted_linear>);
 
-constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-
-/// Entries whose bits differ between a and b (memcmp: +0 and −0 differ, so do two NaNs with
-/// different payloads).
-int differing_entries(const double* a, const double* b, int n) {
-  int count = 0;
-  for (int k = 0; k < n; ++k) count += std::memcmp(a + k, b + k, sizeof(double)) != 0 ? 1 : 0;
-  return count;
-}
-int differing_entries(const matrix& a, const std::vector<double>& b) {
-  REQUIRE(static_cast<std::size_t>(a.size()) == b.size());
-  return differing_entries(a.data(), b.data(), static_cast<int>(b.size()));
-}
-
-/// Buffers filled with NaN, so that an entry the device code reads before writing shows up.
-std::vector<double> nans(int n) { return std::vector<double>(static_cast<std::size_t>(n), nan); }
+using support::differing_entries;
+using support::nans;
 
 /// The device form `model` of `sde` against sde's drift and diffusion at a positive-definite V and
 /// a Gaussian ξ, bit for bit, at m = 1, 2, 3, 4, 8.
@@ -82,35 +67,10 @@ void check_kernels(const Sde& sde, const Model& model) {
   }
 }
 
-const device_spec emulated{device_kind::emulated, 0};
-
-ncsde::ensemble_options ensemble(device_spec device) {
-  ncsde::ensemble_options eo;
-  eo.paths = 40;
-  eo.seed = 9;
-  eo.threads = 2;
-  eo.keep_paths = true;
-  eo.progress = ncsde::progress_mode::off;
-  eo.device = device;
-  return eo;
-}
-
-/// The emulated device's ensemble of prob against the CPU's, batched and per path; returns the
-/// paths the device handed back.
+/// The emulated device's ensemble of prob against the CPU's (support::check_device_is_cpu).
 template <class S>
 long long check_device_is_cpu(const ncsde::problem<S>& prob, const ncsde::integrate_options& io) {
-  const ncsde::euler_maruyama<> em;
-  const ncsde::ensemble_result d = ncsde::run_ensemble(em, prob, io, ensemble(emulated));
-  CHECK(d.device.device == "emulated");
-  ncsde::ensemble_options per_path = ensemble({});
-  per_path.batched = false;
-  ncsde::test::check_identical(d, ncsde::run_ensemble(em, prob, io, ensemble({})));
-  ncsde::test::check_identical(d, ncsde::run_ensemble(em, prob, io, per_path));
-  // A path is handed back at its first step off the open cone (these runs have no asymmetric or
-  // non-finite step): once per path that leaves it.
-  CHECK(d.device.handed_back >= d.paths_with_violations);
-  CHECK(d.device.handed_back <= d.paths_with_violations + d.pd.boundary);
-  return d.device.handed_back;
+  return support::check_device_is_cpu(prob, io, 9);
 }
 
 ncsde::integrate_options options() {
