@@ -1,8 +1,6 @@
 #include "device/shaped_device.hpp"
 
-#include "device/model_batches.hpp"
 #include "ncsde/error.hpp"
-#include "solvers/cuda/cuda_runtime.hpp"
 #include "solvers/device/batch_host.hpp"
 
 namespace ncsde::models {
@@ -29,32 +27,13 @@ device::shaped_activation_device_model device_model_of(const shaped_activation_s
   return d;
 }
 
-namespace {
-
-/// `model`'s batch on the device the batch names: the emulated device (the device engine on this
-/// thread) or a CUDA GPU (cuda/model_batches.cu, built with the CUDA backend).
-template <class Model>
-void run_model_batch(const Model& model, const device_batch& batch, device_batch_result& out) {
-  ncsde::device::run_device_batch_on(
-      model, batch, out, [](const auto& m, const device_batch& b, device_batch_result& o) {
-#if defined(NCSDE_HAVE_CUDA)
-        detail::run_batch_cuda(m, b, o);
-#else
-        (void)m, (void)b, (void)o;
-        ncsde::detail::throw_no_cuda_backend();
-#endif
-      });
-}
-
-}  // namespace
-
 void covariance_sde::run_device_batch(const device_batch& batch, device_batch_result& out) const {
-  run_model_batch(device_model_of(*this), batch, out);
+  ncsde::device::run_device_batch_on(device_model_of(*this), batch, out);
 }
 
 void shaped_activation_sde::run_device_batch(const device_batch& batch,
                                              device_batch_result& out) const {
-  run_model_batch(device_model_of(*this), batch, out);
+  ncsde::device::run_device_batch_on(device_model_of(*this), batch, out);
 }
 
 }  // namespace ncsde::models

@@ -8,7 +8,15 @@
 #include "ncsde/device.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/symmetric.hpp"
+#include "solvers/cuda/cuda_runtime.hpp"
 #include "solvers/device/path_engine.hpp"
+
+namespace ncsde::cuda {
+/// A batch on GPU batch.device.index with `model` (batch_cuda.cuh; defined there, instantiated in
+/// the .cu file of each device form's family).
+template <class Model>
+void run_batch_cuda(const Model& model, const device_batch& batch, device_batch_result& out);
+}  // namespace ncsde::cuda
 
 namespace ncsde::device {
 
@@ -57,17 +65,20 @@ void run_batch_host(const Model& model, const device_batch& b, device_batch_resu
 }
 
 /// Runs `model`'s batch on the device the batch names: the emulated device (run_batch_host, on this
-/// thread) or a CUDA GPU through on_cuda(model, batch, out), the model family's CUDA entry point (in
-/// a build without the CUDA backend, one that calls detail::throw_no_cuda_backend).
-template <class Model, class OnCuda>
-void run_device_batch_on(const Model& model, const device_batch& batch, device_batch_result& out,
-                         OnCuda&& on_cuda) {
+/// thread) or a CUDA GPU (cuda::run_batch_cuda, explicitly instantiated for each device form by
+/// the .cu file of its family; in a build without the CUDA backend, the named device_error).
+template <class Model>
+void run_device_batch_on(const Model& model, const device_batch& batch, device_batch_result& out) {
   switch (batch.device.kind) {
     case device_kind::emulated:
       run_batch_host(model, batch, out);
       return;
     case device_kind::cuda:
-      on_cuda(model, batch, out);
+#if defined(NCSDE_HAVE_CUDA)
+      cuda::run_batch_cuda(model, batch, out);
+#else
+      ncsde::detail::throw_no_cuda_backend();
+#endif
       return;
     case device_kind::cpu:
     case device_kind::automatic:

@@ -1,18 +1,14 @@
 // The models' device forms on a CUDA GPU: the device engine's path kernel (solvers/cuda/
-// batch_cuda.cuh) instantiated for each model family.
-#include "lib/models/device/model_batches.hpp"
+// batch_cuda.cuh) instantiated for each model family's device form.
+#include "lib/models/device/shaped_kernels.hpp"
+#include "lib/models/device/shaped_tanh_kernels.hpp"
 #include "solvers/cuda/batch_cuda.cuh"
 
-namespace ncsde::models::detail {
+namespace ncsde::cuda {
 
-void run_batch_cuda(const device::shaped_device_model& model, const device_batch& batch,
-                    device_batch_result& out) {
-  ncsde::cuda::run_batch_cuda(model, batch, out);
-}
+template void run_batch_cuda(const models::device::shaped_device_model&, const device_batch&,
+                             device_batch_result&);
+template void run_batch_cuda(const models::device::shaped_activation_device_model&,
+                             const device_batch&, device_batch_result&);
 
-void run_batch_cuda(const device::shaped_activation_device_model& model, const device_batch& batch,
-                    device_batch_result& out) {
-  ncsde::cuda::run_batch_cuda(model, batch, out);
-}
-
-}  // namespace ncsde::models::detail
+}  // namespace ncsde::cuda
