@@ -329,12 +329,11 @@ void record_path(long long p, const basic_path_result<State>& r, const state_lay
 /// path, else State; see integrate()), so that path p's numbers are integrate()'s for (seed, p).
 template <class Stepper, class S, class State, class Fixed, class SourceFactory>
 class ensemble_worker {
+ public:
   using rebound = stepper_for<Stepper, Fixed>;
   using local_stepper = typename rebound::type;
   using Source = std::invoke_result_t<const SourceFactory&, std::uint64_t>;
   using engine_type = path_integrator<local_stepper, S, Source, null_observer, Fixed, State>;
-
- public:
   using block_type = block_result;
 
   struct context {
@@ -430,11 +429,12 @@ class batched_ensemble_worker {
 /// The lowest failing path of a claim ends it with its error (path_failure).
 template <class Stepper, class S, class State, class Fixed, class SourceFactory>
 class device_ensemble_worker {
+  // The per-path worker's stepper and engine resume the paths handed back.
   using per_path = ensemble_worker<Stepper, S, State, Fixed, SourceFactory>;
-  using rebound = stepper_for<Stepper, Fixed>;
-  using local_stepper = typename rebound::type;
-  using Source = std::invoke_result_t<const SourceFactory&, std::uint64_t>;
-  using engine_type = path_integrator<local_stepper, S, Source, null_observer, Fixed, State>;
+  using rebound = typename per_path::rebound;
+  using local_stepper = typename per_path::local_stepper;
+  using Source = typename per_path::Source;
+  using engine_type = typename per_path::engine_type;
 
  public:
   using block_type = block_result;

@@ -324,7 +324,10 @@ TEST_CASE("device model: drift and diffusion as shaped_activation_sde's, bit for
       {"tanh a=0.7", models::shaped_activation_sde::tanh(0.7)},
       {"swish a=1.3", models::shaped_activation_sde(models::swish_activation(), 1.3)},
       {"d2=0.4 d3=-1.1 a=0.9", models::shaped_activation_sde({0.4, -1.1, 0.9})}};
-  for (const auto& [name, sde] : cases) {
+  for (const auto& c : cases) {
+    // A structured binding would not be captured by INFO's lambda (Clang before 16).
+    const auto& name = c.first;
+    const auto& sde = c.second;
     INFO(name);
     const dev::shaped_activation_device_model d = models::device_model_of(sde);
     for (const int m : sizes) {
