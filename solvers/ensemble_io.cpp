@@ -99,10 +99,7 @@ std::string summary_json(const ensemble_result& r, int indent) {
   j["seed"] = r.seed;
   j["threads"] = r.threads;
   // A run asked to use a device says what it ran on (CPU runs keep the document they always had).
-  if (r.device.device != "cpu" || !r.device.note.empty())
-    j["device"] = {{"device", r.device.device},
-                   {"note", r.device.note},
-                   {"handed_back", r.device.handed_back}};
+  if (r.device.shown()) j["device"] = fields_json(device_fields(r));
   j["paths"] = r.paths;
   j["completed"] = r.completed;
   j["stopped"] = r.stopped;
@@ -128,6 +125,11 @@ std::string summary_json(const ensemble_result& r, int indent) {
   j["functionals"] = fs;
   j["seconds"] = r.seconds;
   return j.dump(indent);
+}
+
+std::vector<report_field> device_fields(const ensemble_result& r) {
+  return {
+      {"device", r.device.device}, {"note", r.device.note}, {"handed_back", r.device.handed_back}};
 }
 
 std::vector<report_field> pd_fields(const ensemble_result& r) {
@@ -180,9 +182,9 @@ std::string summary_table(const ensemble_result& r) {
         "({:.2f} s)\n",
         r.scheme, layout.rows, layout.cols, to_string(layout.space), r.t_end, r.dt, r.paths, r.seed,
         r.threads, r.seconds);
-  if (r.device.device == "cpu" && !r.device.note.empty())
+  if (r.device.device == "cpu" && r.device.shown())
     s += fmt::format("device cpu ({})\n", r.device.note);
-  else if (r.device.device != "cpu")
+  else if (r.device.shown())
     s += fmt::format("device {}{}{}  ({} paths resumed on the CPU at an exceptional step)\n",
                      r.device.device, r.device.note.empty() ? "" : ": ", r.device.note,
                      r.device.handed_back);

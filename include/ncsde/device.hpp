@@ -82,6 +82,10 @@ struct device_report {
   std::string device = "cpu";
   std::string note;
   long long handed_back = 0;  ///< device paths the CPU engine resumed (exceptional steps)
+
+  /// Whether the outputs show it: a run asked for a device (a plain CPU run's outputs are what they
+  /// always were).
+  bool shown() const { return device != "cpu" || !note.empty(); }
 };
 
 /// A batch of paths for an SDE's device form (DeviceSde): paths [first_path, first_path + paths)

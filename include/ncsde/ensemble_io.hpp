@@ -31,6 +31,8 @@ std::string summary_table(const ensemble_result& r);
 /// `ncsde blowup`'s report and the Python module's ncsde.Result.
 /// Cone events: violations, projected, refined, boundary, paths_with_violations, min_eigenvalue.
 std::vector<report_field> pd_fields(const ensemble_result& r);
+/// What the paths ran on (ensemble_result::device): device, note, handed_back.
+std::vector<report_field> device_fields(const ensemble_result& r);
 /// Adaptive stepping: control, tolerance, steps, refinements, unresolved, deepest_halving,
 /// steps_per_path, exhausted.
 std::vector<report_field> stepping_fields(const ensemble_result& r);

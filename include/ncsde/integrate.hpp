@@ -533,10 +533,12 @@ class path_integrator {
     }
   }
 
-  /// The stop condition, then the stop level, on the current state at t.
+  /// The stop condition, then the stop level, on the current state at t. The level is tested on
+  /// the problem's state type (Public): a 1×1 matrix is stepped as the fixed-size 1×1 type, which
+  /// Eigen counts as a vector too; vector problems are refused a stop level up front.
   bool stop_due(double t) {
     if (m_opt.stop_condition && m_opt.stop_condition(dynamic_state(), t)) return true;
-    if constexpr (!State::IsVectorAtCompileTime)
+    if constexpr (!Public::IsVectorAtCompileTime)
       if (m_opt.stop_level < std::numeric_limits<double>::infinity())
         return step_rules::passes_stop_level(m_v.data(), static_cast<int>(m_v.rows()),
                                              m_opt.stop_level);
@@ -897,7 +899,9 @@ State validate_problem(std::string_view where, const problem<S, State>& p,
       throw_invalid(where, detail::format_message("V0 must be {}×{} for this SDE (got {}×{})", rows,
                                                   cols, v0.rows(), v0.cols()));
   }
-  if (opt.stop_level < std::numeric_limits<double>::infinity() && v0.rows() != v0.cols())
+  // A vector state has no diagonal (a 1-vector included, which the engines step as a vector).
+  if (opt.stop_level < std::numeric_limits<double>::infinity() &&
+      (State::IsVectorAtCompileTime || v0.rows() != v0.cols()))
     throw_invalid(where, detail::format_message("stop_level needs square matrix states (got V0 of "
                                                 "{}×{})",
                                                 v0.rows(), v0.cols()));

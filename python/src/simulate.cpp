@@ -180,14 +180,7 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
       .def_property_readonly("threads", [](const result_handle& h) { return h.r.threads; })
       .def_property_readonly("seconds", [](const result_handle& h) { return h.r.seconds; })
       .def_property_readonly(
-          "device",
-          [](const result_handle& h) {
-            py::dict d;
-            d["device"] = h.r.device.device;
-            d["note"] = h.r.device.note;
-            d["handed_back"] = h.r.device.handed_back;
-            return d;
-          },
+          "device", [](const result_handle& h) { return fields_dict(device_fields(h.r)); },
           "What the paths ran on: {'device': 'cpu' | 'cuda:N' | 'emulated', 'note': why 'auto' "
           "chose it or the GPU's name, 'handed_back': device paths the CPU resumed at an "
           "exceptional step}")
@@ -364,10 +357,6 @@ library's summaries. Path p always used the random stream (seed, p).)doc")
             eopt.functionals = models::summary_functionals(int(s.as_matrix.rows()));
           check_memory_of(s.is_vector ? s.as_vector.size() : s.as_matrix.rows(),
                           s.is_vector ? 1 : s.as_matrix.cols(), eopt.functionals.size());
-          if (stop_level && !square)
-            throw py::value_error(
-                fmt::format("simulate: stop_level needs a square matrix state (got V0 of shape {})",
-                            shape_text(s.shape)));
           auto run = [&]<state_space Space>() {
             python_sde<Space> x;
             x.callbacks = cb;

@@ -159,6 +159,21 @@ TEST_CASE("scalar states: 1×1 matrix, 1-vector, fixed and dynamic sizes give th
   }
 }
 
+TEST_CASE("the stop level needs a square matrix state: a 1-vector is refused, a 1×1 matrix stops") {
+  ncsde::integrate_options io;
+  io.dt = 1e-2;
+  io.stop_level = 0.2;
+  const ncsde::euler_maruyama<> em;
+  const ncsde::problem<tanh_sde, vector> as_vector{tanh_sde{}, vector::Constant(1, 0.1), 1.0};
+  CHECK_THROWS_WITH_AS((void)ncsde::run_ensemble(em, as_vector, io, quiet(8)),
+                       doctest::Contains("stop_level needs square matrix states"),
+                       ncsde::invalid_argument);
+  const ncsde::problem<tanh_sde> as_matrix{tanh_sde{}, matrix::Constant(1, 1, 0.1), 1.0};
+  const ncsde::ensemble_result r = ncsde::run_ensemble(em, as_matrix, io, quiet(200));
+  CHECK(r.stopped > 0);
+  CHECK(r.stopped + r.completed == 200);
+}
+
 TEST_CASE("a 2-vector SDE with non-diagonal multiplicative noise matches its exact EM mean") {
   linear_sde<vector> sde;
   sde.a = matrix{{-0.5, 1.0}, {-1.0, -0.5}};
