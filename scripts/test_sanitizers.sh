@@ -27,6 +27,12 @@
 #     targets of tests/fuzz (matrix and flag parsers, partial files) and fuzzes each for
 #     NCSDE_FUZZ_SECONDS (default 60; two at once).
 #
+# The three presets build without the CUDA backend (NCSDE_WITH_CUDA=OFF): nvcc compiles and links
+# through GCC, whose sanitizer runtimes clash with Clang's in one program (CMakeLists.txt refuses
+# that mix by name). The device kernels' host form, which the unit tests run, is C++ compiled by
+# the sanitized compiler, so it stays covered; the Release run of scripts/test.sh builds and tests
+# the CUDA backend wherever a CUDA compiler is installed.
+#
 # A sanitizer report, a failed test or a fuzzing finding fails the script. The time of each step
 # is printed at the end.
 set -euo pipefail
