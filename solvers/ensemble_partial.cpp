@@ -81,6 +81,13 @@ ensemble_partial merge_partials(std::vector<ensemble_partial> parts) {
           p.range.first > out.range.last ? "a gap" : "an overlap"));
     out.range.last = p.range.last;
     out.run.seconds += p.run.seconds;
+    // Pieces of one run may have run on different devices (ranks with and without a GPU under
+    // "auto"): the merged report names each device once.
+    device_report& d = out.run.device;
+    d.handed_back += p.run.device.handed_back;
+    if (("," + d.device + ",").find("," + p.run.device.device + ",") == std::string::npos)
+      d.device += "," + p.run.device.device;
+    if (d.note.empty()) d.note = p.run.device.note;
     auto it = p.blocks.begin();
     if (it != p.blocks.end() && !out.blocks.empty() && out.blocks.back().index == it->index) {
       // The block cut between the two pieces: join its paths, fold it once it is complete.
@@ -151,7 +158,8 @@ ensemble_result finish_ensemble(ensemble_partial whole, const ensemble_options& 
 
 namespace {
 
-constexpr std::string_view magic = "ncsde ensemble partial v4\n";
+// v5: the device report (ensemble_result::device) after the timing.
+constexpr std::string_view magic = "ncsde ensemble partial v5\n";
 
 class writer : public detail::byte_writer<writer> {
  public:
@@ -290,6 +298,9 @@ std::string serialize(const ensemble_partial& p) {
   w.put(r.control);
   w.put(r.tolerance);
   w.put(r.seconds);
+  w.put(std::string_view(r.device.device));
+  w.put(std::string_view(r.device.note));
+  w.put(r.device.handed_back);
   w.put(p.range.first);
   w.put(p.range.last);
   w.put(p.block_size);
@@ -346,6 +357,11 @@ ensemble_partial deserialize_ensemble_partial(std::string_view bytes) {
   r.control = static_cast<step_control>(control);
   r.tolerance = in.f64();
   r.seconds = in.f64();
+  r.device.device = in.string();
+  r.device.note = in.string();
+  r.device.handed_back = in.i64();
+  if (r.device.handed_back < 0 || r.device.handed_back > r.paths)
+    in.fail(fmt::format("{} paths handed back of {}", r.device.handed_back, r.paths));
   p.range.first = in.i64();
   p.range.last = in.i64();
   p.block_size = in.i64();

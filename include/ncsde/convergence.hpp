@@ -824,7 +824,7 @@ class adaptive_kernel {
         stream_brownian source(stream, m_k);
         null_observer obs;
         const path_result r =
-            integrate_path(stepper, m_cp.prob, m_cp.prob.v0, grid, opt, source, p, obs);
+            integrate_path(stepper, m_cp.prob, m_cp.prob.v0, 0, {}, grid, opt, source, p, obs);
         double* slot = out + 5 * l;
         record(r, slot);
         slot[2] = static_cast<double>(r.steps);
@@ -836,7 +836,7 @@ class adaptive_kernel {
         const step_grid fine(m_cp.prob.t0, m_cp.prob.t_end, source.dt());
         null_observer obs;
         const path_result r =
-            integrate_path(stepper, m_cp.prob, m_cp.prob.v0, fine, m_fixed, source, p, obs);
+            integrate_path(stepper, m_cp.prob, m_cp.prob.v0, 0, {}, fine, m_fixed, source, p, obs);
         record(r, out + 5 * m_plan.levels() + 2 * d);
       }
     });

@@ -101,12 +101,18 @@ struct device_batch {
   std::vector<long long> save_steps;  ///< grid index of each save time
   double blowup_threshold = 0.0;
   double stop_level = std::numeric_limits<double>::infinity();  ///< integrate_options::stop_level
+  /// Grid monitors (models/stopped_sample.hpp): monitor w looks every monitor_periods[w] grid
+  /// steps and is passed at its first look with max_a V^{aa} > monitor_level (none: empty).
+  std::vector<long long> monitor_periods;
+  double monitor_level = std::numeric_limits<double>::infinity();
 };
 
 /// What a batch returns, path by path (index p − first_path): how it ended (device_outcome), the
 /// steps it took (completed, blown up, stopped) or the step at which the CPU engine resumes it (handed
 /// back), t_stop, its state then (m² doubles, column-major) and the states at the save times it
-/// reached (saved[p] of them, at states_saved[(p·saves + j)·m²]).
+/// reached (saved[p] of them, at states_saved[(p·saves + j)·m²]), and per monitor w whether it was
+/// passed (passed[p·monitors + w]; up to the step handed back) and V there (at
+/// states_passed[(p·monitors + w)·m²]).
 enum class device_outcome : int { completed = 0, blown_up = 1, handed_back = 2, stopped = 3 };
 struct device_batch_result {
   std::vector<int> outcome;
@@ -115,8 +121,10 @@ struct device_batch_result {
   std::vector<int> saved;
   std::vector<double> states;
   std::vector<double> states_saved;
+  std::vector<int> passed;
+  std::vector<double> states_passed;
 
-  void resize(long long paths, int m, std::size_t saves) {
+  void resize(long long paths, int m, std::size_t saves, std::size_t monitors = 0) {
     const auto n = static_cast<std::size_t>(paths);
     const auto mm = static_cast<std::size_t>(m) * static_cast<std::size_t>(m);
     outcome.assign(n, 0);
@@ -125,16 +133,22 @@ struct device_batch_result {
     saved.assign(n, 0);
     states.assign(n * mm, 0.0);
     states_saved.assign(n * saves * mm, 0.0);
+    passed.assign(n * monitors, 0);
+    states_passed.assign(n * monitors * mm, 0.0);
   }
 };
 
 /// A bound on the device memory one path of a batch takes, in bytes: its state and the states at
-/// the save times (m² doubles each), the device engine's scratch (the factors, the trial, drift and
-/// noise: 5 m²; the increment: k) and a model's workspace (at most 6 m² + m for the built-in
-/// models), and its summary. The device engine sizes its batches by it (4 GiB at most).
-inline double device_batch_bytes_per_path(int m, int k, std::size_t saves) {
+/// the save times and the monitors' passages (m² doubles each), the device engine's scratch (the
+/// factors, the trial, drift and noise: 5 m²; the increment: k) and a model's workspace (at most
+/// 6 m² + m for the built-in models), and its summary and monitor flags. The device engine sizes
+/// its batches by it (4 GiB at most).
+inline double device_batch_bytes_per_path(int m, int k, std::size_t saves,
+                                          std::size_t monitors = 0) {
   const double mm = static_cast<double>(m) * static_cast<double>(m);
-  return 8.0 * (mm * (static_cast<double>(saves) + 12.0) + static_cast<double>(k) + m) + 32.0;
+  const double states = static_cast<double>(saves) + static_cast<double>(monitors) + 12.0;
+  return 8.0 * (mm * states + static_cast<double>(k) + m) + 32.0 +
+         4.0 * static_cast<double>(monitors);
 }
 
 /// S has a device form: s.run_device_batch(batch, out) runs the batch on batch.device (the model

@@ -17,6 +17,7 @@
 /// and over all paths with blown-up paths counted as +∞ (the law of the stopped process).
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -422,6 +423,32 @@ class batched_ensemble_worker {
   matrix m_dynamic;
 };
 
+/// The device batch of a run on the fixed grid `grid` from V0 (m×m, column-major at v0): what
+/// every claim shares (first_path and paths are set per claim; save steps and monitors by the run).
+inline device_batch make_device_batch(const device_spec& device, std::uint64_t seed,
+                                      const double* v0, int m, const step_grid& grid,
+                                      double blowup_threshold, double stop_level) {
+  device_batch b;
+  b.device = device;
+  b.seed = seed;
+  b.m = m;
+  b.v0.assign(v0, v0 + static_cast<std::ptrdiff_t>(m) * m);
+  b.t0 = grid.t0;
+  b.t_end = grid.t_end;
+  b.dt = grid.dt;
+  b.steps = grid.steps;
+  b.blowup_threshold = blowup_threshold;
+  b.stop_level = stop_level;
+  return b;
+}
+
+/// The status of a device path that was not handed back.
+inline path_status device_path_status(device_outcome outcome) {
+  return outcome == device_outcome::blown_up  ? path_status::blown_up
+         : outcome == device_outcome::stopped ? path_status::stopped
+                                              : path_status::completed;
+}
+
 /// Per-thread worker of a run on a device (device.hpp): a run worker of the executor that claims
 /// `claim` blocks at once and runs their paths as one device batch (S's device form); a path the
 /// device hands back is resumed by the per-path engine of ensemble_worker at its step, on its
@@ -447,18 +474,14 @@ class device_ensemble_worker {
   };
 
   explicit device_ensemble_worker(const context& c)
-      : m_c(c), m_run(c.run), m_sde(m_run.sde), m_stepper(rebound::make(m_run.stepper)) {
-    m_batch.device = c.device;
-    m_batch.seed = m_run.opt.seed;
-    m_batch.m = static_cast<int>(m_run.v0.rows());
-    m_batch.v0.assign(m_run.v0.data(), m_run.v0.data() + m_run.v0.size());
-    m_batch.t0 = m_run.grid.t0;
-    m_batch.t_end = m_run.grid.t_end;
-    m_batch.dt = m_run.grid.dt;
-    m_batch.steps = m_run.grid.steps;
+      : m_c(c),
+        m_run(c.run),
+        m_sde(m_run.sde),
+        m_stepper(rebound::make(m_run.stepper)),
+        m_batch(make_device_batch(c.device, m_run.opt.seed, m_run.v0.data(),
+                                  static_cast<int>(m_run.v0.rows()), m_run.grid,
+                                  m_run.resolved.blowup_threshold, m_run.resolved.stop_level)) {
     m_batch.save_steps = m_run.grid.save_steps;
-    m_batch.blowup_threshold = m_run.resolved.blowup_threshold;
-    m_batch.stop_level = m_run.resolved.stop_level;
   }
 
   long long blocks_per_claim() const { return m_c.claim; }
@@ -499,9 +522,7 @@ class device_ensemble_worker {
           throw path_failure{p, std::current_exception()};
         }
       } else {
-        r.status = outcome == device_outcome::blown_up  ? path_status::blown_up
-                   : outcome == device_outcome::stopped ? path_status::stopped
-                                                        : path_status::completed;
+        r.status = device_path_status(outcome);
         r.t_stop = m_out.t_stop[q];
         r.v = v;
       }

@@ -61,4 +61,13 @@ NCSDE_KERNEL_INLINE double abs_value(double x) {
 #endif
 }
 
+/// x rounded to the nearest integer, halfway cases away from zero (std::llround on the host).
+NCSDE_KERNEL_INLINE long long nearest_integer(double x) {
+#if defined(__CUDA_ARCH__)
+  return llround(x);
+#else
+  return std::llround(x);
+#endif
+}
+
 }  // namespace ncsde::device

@@ -961,24 +961,26 @@ void check_work(std::string_view where, const S& sde, const State& v0, const ste
 }
 
 /// Runs one path of prob from noise `source` (a NoiseSource of the SDE's dimension) on the state
-/// type visit_state_type picks, with `stepper` itself where it steps that type.
+/// type visit_state_type picks, with `stepper` itself where it steps that type: from grid step
+/// `first` on, state v there and r what the steps before produced (path_integrator::run_from;
+/// first = 0: v = V0 and r empty, the whole path).
 template <class Stepper, class S, class State, class Source, class Observer>
 basic_path_result<State> integrate_path(Stepper& stepper, const problem<S, State>& prob,
-                                        const State& v0, const step_grid& grid,
-                                        const integrate_options& opt, Source& source,
-                                        long long path_index, Observer& observer) {
+                                        const State& v, long long first, basic_path_result<State> r,
+                                        const step_grid& grid, const integrate_options& opt,
+                                        Source& source, long long path_index, Observer& observer) {
   return visit_state_type<Stepper, S, State>(
-      v0.rows(), v0.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
+      v.rows(), v.cols(), [&]<class Fixed>(std::type_identity<Fixed>) {
         using rebound = stepper_for<Stepper, Fixed>;
         if constexpr (std::is_same_v<typename rebound::type, Stepper>) {
           path_integrator<Stepper, S, Source, Observer, Fixed, State> engine(
               stepper, prob.sde, source, opt, path_index);
-          return engine.run(v0, grid, observer);
+          return engine.run_from(v, first, std::move(r), grid, observer);
         } else {
           typename rebound::type local = rebound::make(stepper);
           path_integrator<typename rebound::type, S, Source, Observer, Fixed, State> engine(
               local, prob.sde, source, opt, path_index);
-          return engine.run(v0, grid, observer);
+          return engine.run_from(v, first, std::move(r), grid, observer);
         }
       });
 }
@@ -1005,7 +1007,41 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
   detail::check_work("integrate", prob.sde, v0, grid, resolved, "max_path_steps");
   const int k = prob.sde.noise_dimension(static_cast<int>(v0.rows()));
   stream_brownian source(random_stream(seed, path_index), k, opt.levy_area, resolved.area_depth);
-  return detail::integrate_path(stepper, prob, v0, grid, resolved, source,
+  return detail::integrate_path(stepper, prob, v0, 0, basic_path_result<State>{}, grid, resolved,
+                                source, static_cast<long long>(path_index), observer);
+}
+
+/// integrate() of path `path_index` resumed at grid step `first` (fixed steps) from its state v
+/// there, r holding what steps 0..first−1 produced (steps, the states at the save times before,
+/// counters): the path another engine ran up to that step, as the device engine hands a path back
+/// (device.hpp). obs is called after every grid step from first + 1 on. With v = integrate()'s
+/// V_first and r its result so far, the result is integrate()'s, bit for bit. Throws
+/// ncsde::invalid_argument as integrate() does, and when first is outside [0, steps] or the step
+/// control is not fixed.
+template <class Stepper, class S, class State, class Observer = detail::null_observer>
+  requires Sde<S, State>
+basic_path_result<State> integrate_from(Stepper& stepper, const problem<S, State>& prob,
+                                        const integrate_options& opt, std::uint64_t seed,
+                                        std::uint64_t path_index, const State& v, long long first,
+                                        basic_path_result<State> r, Observer observer = {}) {
+  validate_options(opt);
+  integrate_options resolved;
+  const State v0 = detail::validate_problem("integrate_from", prob, opt,
+                                            Stepper::request.needs_iterated_integrals(), resolved);
+  const step_grid grid(prob.t0, prob.t_end, opt.dt, opt.save_times);
+  if (resolved.control != step_control::fixed)
+    throw_invalid("integrate_from", "a path resumes on fixed steps only");
+  if (first < 0 || first > grid.steps)
+    throw_invalid_argument("integrate_from", "first", first,
+                           detail::format_message("a grid step in [0, {}]", grid.steps));
+  if (v.rows() != v0.rows() || v.cols() != v0.cols())
+    throw_invalid_argument("integrate_from", "v",
+                           detail::format_message("{}x{}", v.rows(), v.cols()),
+                           detail::format_message("the shape of V0, {}x{}", v0.rows(), v0.cols()));
+  detail::check_work("integrate_from", prob.sde, v0, grid, resolved, "max_path_steps");
+  const int k = prob.sde.noise_dimension(static_cast<int>(v0.rows()));
+  stream_brownian source(random_stream(seed, path_index), k, opt.levy_area, resolved.area_depth);
+  return detail::integrate_path(stepper, prob, v, first, std::move(r), grid, resolved, source,
                                 static_cast<long long>(path_index), observer);
 }
 
@@ -1038,7 +1074,8 @@ basic_path_result<State> integrate(Stepper& stepper, const problem<S, State>& pr
   detail::validate_source_dimension("integrate", source.dimension(),
                                     prob.sde.noise_dimension(static_cast<int>(v0.rows())),
                                     path_index);
-  return detail::integrate_path(stepper, prob, v0, grid, resolved, source, path_index, observer);
+  return detail::integrate_path(stepper, prob, v0, 0, basic_path_result<State>{}, grid, resolved,
+                                source, path_index, observer);
 }
 
 }  // namespace ncsde

@@ -78,13 +78,16 @@ sde_sample merge_sde_samples(std::vector<sde_sample> pieces) {
     out.pd += p.pd;
     out.paths_with_violations += p.paths_with_violations;
     out.seconds += p.seconds;
+    out.device.handed_back += p.device.handed_back;
   }
   return out;
 }
 
 namespace {
 
-constexpr std::string_view sample_magic = "ncsde sde sample v1\n";
+// v2 adds the device report after the timing; a v1 sample reads as a CPU run's.
+constexpr std::string_view sample_magic = "ncsde sde sample v2\n";
+constexpr std::string_view sample_magic_v1 = "ncsde sde sample v1\n";
 
 class sample_writer : public ncsde::detail::byte_writer<sample_writer> {
  public:
@@ -116,14 +119,19 @@ std::string serialize(const sde_sample& s) {
   w.put(s.pd.min_eigenvalue);
   w.put(s.paths_with_violations);
   w.put(s.seconds);
+  w.put(std::string_view(s.device.device));
+  w.put(std::string_view(s.device.note));
+  w.put(static_cast<std::int64_t>(s.device.handed_back));
   return std::move(w.out);
 }
 
 sde_sample deserialize_sde_sample(std::string_view bytes) {
-  if (bytes.substr(0, sample_magic.size()) != sample_magic)
+  const bool v1 = bytes.substr(0, sample_magic_v1.size()) == sample_magic_v1;
+  if (!v1 && bytes.substr(0, sample_magic.size()) != sample_magic)
     throw invalid_argument(
         "deserialize_sde_sample: not an SDE sample (the data does not start with '" +
         std::string(sample_magic.substr(0, sample_magic.size() - 1)) + "')");
+  static_assert(sample_magic.size() == sample_magic_v1.size());
   ncsde::detail::byte_reader in(bytes.substr(sample_magic.size()),
                                 "deserialize_sde_sample: not a complete SDE sample");
   sde_sample s;
@@ -163,6 +171,13 @@ sde_sample deserialize_sde_sample(std::string_view bytes) {
   s.pd.min_eigenvalue = in.f64();
   s.paths_with_violations = in.i64();
   s.seconds = in.f64();
+  if (!v1) {
+    s.device.device = in.string();
+    s.device.note = in.string();
+    s.device.handed_back = in.i64();
+    if (s.device.handed_back < 0 || s.device.handed_back > static_cast<long long>(paths))
+      in.fail("more paths handed back than paths");
+  }
   if (!in.done()) in.fail("trailing bytes");
   return s;
 }

@@ -237,6 +237,7 @@ def validate(
     limit_exponent: float | str = ...,
     seed: int = ...,
     threads: int = 0,
+    device: str = "cpu",
     plots: str | os.PathLike[str] | None = None,
     name: str | None = None,
     **params: float | int | bool | str,
@@ -245,7 +246,8 @@ def validate(
     with the program's defaults; model None: its default study, strong attention): the report of
     `--format json` with numpy arrays, plus "table" (the rows as columns). A user's
     SDE (PythonSde), networks (sampler callable (n, d, count, seed) -> V at the layers 0..d, or
-    samples {n: array}) and wrong SDEs (variants: a list) make the same report."""
+    samples {n: array}) and wrong SDEs (variants: a list) make the same report. device: where
+    the right SDE's paths run ("cpu", "cuda[:N]", "auto", "emulated"; the wrong SDEs: the CPU)."""
 
 def ks_two_sample(a: npt.ArrayLike, b: npt.ArrayLike) -> dict[str, float | int]:
     """Two-sample Kolmogorov–Smirnov test (the library's): distance, p_value, n1, n2."""

@@ -110,7 +110,7 @@ def _program_validate(model: Any, V0: Any, T: float, widths: Sequence[int], netw
                       paths: int, dt: float, stop_level: float, tail_level: float,
                       unstopped_tail_level: float, nk: int, sampler: str | None, variants: str,
                       alpha: float, limit_exponent: float | str, seed: int, threads: int,
-                      plots: str | None, params: dict[str, Any]) -> dict[str, Any]:
+                      device: str, plots: str | None, params: dict[str, Any]) -> dict[str, Any]:
     """A registry model with the program's networks and variants: `ncsde validate` itself."""
     if not hasattr(_core, "run_command"):
         raise RuntimeError("ncsde.validate: this build of the module has no commands "
@@ -130,7 +130,7 @@ def _program_validate(model: Any, V0: Any, T: float, widths: Sequence[int], netw
             "--variants", variants, "--alpha", _number_text(alpha),
             "--limit-exponent", limit_exponent if isinstance(limit_exponent, str)
             else _number_text(limit_exponent),
-            "--seed", str(int(seed)), "--threads", str(int(threads))]
+            "--seed", str(int(seed)), "--threads", str(int(threads)), "--device", str(device)]
     if V0 is not None:
         v = np.asarray(V0, dtype=float)
         if v.ndim != 2:
@@ -162,7 +162,8 @@ def _user_validate(sde: Any, V0: Any, T: float, widths: Sequence[int], networks:
                    dt: float, stop_level: float, tail_level: float, unstopped_tail_level: float,
                    nk: int, sampler: Any, samples: Mapping[int, Any] | None, variants: Any,
                    alpha: float, limit_exponent: float | str, seed: int, threads: int,
-                   plots: str | None, name: str | None) -> tuple[dict[str, Any], str]:
+                   device: str, plots: str | None,
+                   name: str | None) -> tuple[dict[str, Any], str]:
     """The program's report for a user's SDE, networks or wrong SDEs."""
     if not hasattr(_core, "_validate_report"):
         raise RuntimeError("ncsde.validate: this build of the module has no commands "
@@ -188,10 +189,11 @@ def _user_validate(sde: Any, V0: Any, T: float, widths: Sequence[int], networks:
 
     # The SDE side: the program's seeds (the right SDE seed, the noise floor seed + 1, the wrong
     # SDEs seed + 2 + i).
+    # The right SDE runs on `device`; the wrong SDEs on the CPU (as the program's).
     reference = _core._sample_stopped_sde(sde, v0, T, dt, widths, stop_level, paths, seed,
-                                          threads, 20)
+                                          threads, 20, device=device)
     floor = _core._sample_stopped_sde(sde, v0, T, dt, [widths[-1]], stop_level, paths, seed + 1,
-                                      threads, 0)
+                                      threads, 0, device=device)
     wrong_samples = [
         _core._sample_stopped_sde(w, v0, T, dt, widths, stop_level, paths, seed + 2 + i, threads,
                                   0, variant=variant)
@@ -278,7 +280,7 @@ def validate(model: Any = None, V0: Any = None, *, T: float = _DEFAULTS.get("T")
              samples: Mapping[int, Any] | None = None,
              variants: Any = _DEFAULTS.get("variants"), alpha: float = _DEFAULTS.get("alpha"),
              limit_exponent: float | str = _DEFAULTS.get("limit_exponent"),
-             seed: int = _DEFAULTS.get("seed"), threads: int = 0,
+             seed: int = _DEFAULTS.get("seed"), threads: int = 0, device: str = "cpu",
              plots: str | os.PathLike[str] | None = None, name: str | None = None,
              **params: float | int | bool | str) -> dict[str, Any]:
     """The finite networks of `model` at the widths `widths` (depth d = T·n) against its
@@ -308,6 +310,11 @@ def validate(model: Any = None, V0: Any = None, *, T: float = _DEFAULTS.get("T")
     a dict name → SDE). Each runs on the seed + 2 + i stream and is compared with the networks at
     the widest n.
 
+    device: where the right SDE's paths run (its reference and noise-floor runs; the wrong SDEs
+    run on the CPU), as in ncsde.simulate: "cpu", "cuda" or "cuda:N", "auto" or "emulated"
+    (docs/gpu.md); the report's "device" says which and how many paths the CPU resumed (absent
+    for "cpu"). A PythonSde has no device form: a device other than "cpu" or "auto" is refused.
+
     A registry model with its own networks and variants runs `ncsde validate` itself (the numbers
     bit for bit the program's with the same flags); otherwise the SDEs are sampled here (the
     registry's and their variants by the program's sample_sde; a PythonSde by Euler–Maruyama
@@ -335,7 +342,7 @@ def validate(model: Any = None, V0: Any = None, *, T: float = _DEFAULTS.get("T")
     if own:
         parsed = _program_validate(model, V0, T, widths, networks, paths, dt, stop_level,
                                    tail_level, unstopped_tail_level, nk, sampler, variants,
-                                   alpha, limit_exponent, seed, threads, plots, params)
+                                   alpha, limit_exponent, seed, threads, device, plots, params)
         markdown = None
     else:
         if isinstance(model, str):
@@ -349,7 +356,7 @@ def validate(model: Any = None, V0: Any = None, *, T: float = _DEFAULTS.get("T")
         parsed, markdown = _user_validate(model, V0, T, widths, networks, paths, dt, stop_level,
                                           tail_level, unstopped_tail_level, nk, sampler,
                                           samples, variants, alpha, limit_exponent, seed,
-                                          threads, plots, name)
+                                          threads, device, plots, name)
     report = _to_arrays(parsed)
     report["table"] = _table(parsed["rows"])
     if markdown is not None:

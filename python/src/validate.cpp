@@ -66,7 +66,12 @@ models::sde_sample sample_python(const python_sde<Space>& sde, const matrix& v0,
     }
   };
   {
-    const ensemble_result r = run_python_sde(sde, v0, "em", opt.t_end, iopt, eopt);
+    // A Python SDE has no device form: the run refuses a device by name ("auto" notes why it ran
+    // on the CPU, and the report says so); the runs below are the CPU's either way.
+    ensemble_options unstopped = eopt;
+    unstopped.device = opt.device;
+    const ensemble_result r = run_python_sde(sde, v0, "em", opt.t_end, iopt, unstopped);
+    out.device = r.device;
     fill(r, out.unstopped);
     out.pd = r.pd;
     out.paths_with_violations = r.paths_with_violations;
@@ -138,7 +143,8 @@ void bind_validate(py::module_& m) {
       "_sample_stopped_sde",
       [](const py::object& sde, const py::object& v0, double t_end, double dt,
          const std::vector<int>& widths, double stop_level, long long paths,
-         unsigned long long seed, int threads, int kept_paths, const std::string& variant) {
+         unsigned long long seed, int threads, int kept_paths, const std::string& variant,
+         const std::string& device) {
         const matrix x0 = as_matrix(v0, "validate", "V0");
         if (x0.rows() != x0.cols() || x0.rows() < 2)
           throw py::value_error(
@@ -155,6 +161,7 @@ void bind_validate(py::module_& m) {
         opt.seed = seed;
         opt.threads = threads;
         opt.kept_paths = kept_paths;
+        opt.device = parse_device(device, "device");
         (void)models::detail::steps_per_layer(opt);  // dt against every width's grid
         const step_grid grid(0.0, t_end, dt);
         cli::check_sde_steps(t_end, dt, static_cast<double>(grid.steps), paths, "paths", 1,
@@ -207,7 +214,7 @@ void bind_validate(py::module_& m) {
       },
       py::arg("sde"), py::arg("V0"), py::arg("T"), py::arg("dt"), py::arg("widths"),
       py::arg("stop_level"), py::arg("paths"), py::arg("seed"), py::arg("threads"),
-      py::arg("kept_paths"), py::arg("variant") = "",
+      py::arg("kept_paths"), py::arg("variant") = "", py::arg("device") = "cpu",
       "The SDE side of ncsde.validate (the program's sample_sde for registry models).");
 
   m.def(

@@ -35,6 +35,9 @@ inline path_job make_path_job(const device_batch& b, int k) {
   job.blowup_threshold = b.blowup_threshold;
   job.symmetry_tolerance = ncsde::symmetry_tolerance;
   job.stop_level = b.stop_level;
+  job.monitor_periods = b.monitor_periods.data();
+  job.monitors = static_cast<int>(b.monitor_periods.size());
+  job.monitor_level = b.monitor_level;
   return job;
 }
 
@@ -52,14 +55,17 @@ void run_batch_host(const Model& model, const device_batch& b, device_batch_resu
   const path_job job = make_path_job(b, model.noise_dimension(b.m));
   const std::size_t mm = static_cast<std::size_t>(b.m) * static_cast<std::size_t>(b.m);
   const std::size_t saves = b.save_steps.size();
-  out.resize(b.paths, b.m, saves);
+  const std::size_t monitors = b.monitor_periods.size();
+  out.resize(b.paths, b.m, saves, monitors);
   std::vector<double> scratch(static_cast<std::size_t>(path_scratch_doubles(model, b.m)));
   for (long long q = 0; q < b.paths; ++q) {
     const auto p = static_cast<std::size_t>(q);
     double* v = out.states.data() + p * mm;
     for (std::size_t c = 0; c < mm; ++c) v[c] = b.v0[c];
-    const path_summary s = run_path(model, job, static_cast<std::uint64_t>(b.first_path + q), v,
-                                    out.states_saved.data() + p * saves * mm, scratch.data());
+    const path_summary s =
+        run_path(model, job, static_cast<std::uint64_t>(b.first_path + q), v,
+                 out.states_saved.data() + p * saves * mm, out.passed.data() + p * monitors,
+                 out.states_passed.data() + p * monitors * mm, scratch.data());
     store_summary(s, p, out);
   }
 }

@@ -14,7 +14,11 @@
 ///    there, with its state and t_stop = t_i + h;
 ///  - the trial must factor by Cholesky (positive definite: the CPU's cone check accepts it
 ///    uncounted, and its factor is L_{i+1}), and then it is V_{i+1}; a V_{i+1} past the stop level
-///    (step_rules::passes_stop_level) stops the path at t_{i+1}; save times are grid steps.
+///    (step_rules::passes_stop_level) stops the path at t_{i+1}; save times are grid steps;
+///  - grid monitors (the SDE side of `ncsde validate`, models/stopped_sample.hpp): at the grid
+///    index g = round((t_{i+1} − t0)/dt) of the accepted V_{i+1}, each monitor w not yet passed
+///    whose period divides g is passed when max_a V^{aa}_{i+1} > monitor_level, and keeps V_{i+1}
+///    (stopped_sample.hpp's grid_observer, which the CPU engine calls at the same points).
 /// Anything else is the CPU engine's to handle, by its rules and with its messages, so the path is
 /// handed back at step i, unchanged: a drift or noise map that is not finite, an asymmetry beyond
 /// round-off, a trial that is not positive definite (boundary or outside: the cone policies, their
@@ -45,8 +49,11 @@ struct path_job {
   const long long* save_steps = nullptr;  ///< grid index of each save time, ascending
   int saves = 0;
   double blowup_threshold = 0.0;
-  double symmetry_tolerance = 0.0;  ///< symmetric.hpp's
-  double stop_level = 1.0 / 0.0;    ///< integrate_options::stop_level (+inf: none)
+  double symmetry_tolerance = 0.0;             ///< symmetric.hpp's
+  double stop_level = 1.0 / 0.0;               ///< integrate_options::stop_level (+inf: none)
+  const long long* monitor_periods = nullptr;  ///< grid steps between a monitor's looks
+  int monitors = 0;
+  double monitor_level = 0.0;
 };
 
 /// How a device path ended.
@@ -81,11 +88,13 @@ NCSDE_KERNEL_INLINE bool all_finite(const double* x, long long n) {
 
 /// Runs path `path` of the batch: v holds V0 and receives the state at t_stop (or, handed back,
 /// V_i of the step to resume at); saved receives the states at the save times (job.saves × m²);
-/// scratch holds path_scratch_doubles.
+/// passed and at_pass (job.monitors flags and m² states; unused without monitors) whether each
+/// monitor was passed and V there, up to t_stop or the step handed back; scratch holds
+/// path_scratch_doubles.
 template <class Model>
 NCSDE_HOST_DEVICE inline path_summary run_path(const Model& model, const path_job& job,
                                                std::uint64_t path, double* v, double* saved,
-                                               double* scratch) {
+                                               int* passed, double* at_pass, double* scratch) {
   const int m = job.m;
   const long long mm = static_cast<long long>(m) * m;
   double* l = scratch;
@@ -102,6 +111,27 @@ NCSDE_HOST_DEVICE inline path_summary run_path(const Model& model, const path_jo
       double* to = saved + next_save * mm;
       for (long long c = 0; c < mm; ++c) to[c] = v[c];
       ++next_save;
+    }
+  };
+  for (int w = 0; w < job.monitors; ++w) passed[w] = 0;
+  auto monitor = [&](long long i) {
+    const long long g = nearest_integer((grid_time(job, i) - job.t0) / job.dt);
+    if (g == 0) return;
+    bool over = false, looked = false;
+    for (int w = 0; w < job.monitors; ++w) {
+      if (passed[w] || g % job.monitor_periods[w] != 0) continue;
+      if (!looked) {
+        double top = v[0];
+        for (int a = 1; a < m; ++a)
+          if (v[a * (m + 1)] > top) top = v[a * (m + 1)];
+        over = top > job.monitor_level;
+        looked = true;
+      }
+      if (over) {
+        passed[w] = 1;
+        double* to = at_pass + w * mm;
+        for (long long c = 0; c < mm; ++c) to[c] = v[c];
+      }
     }
   };
   auto hand_back = [&](long long i) {
@@ -154,6 +184,7 @@ NCSDE_HOST_DEVICE inline path_summary run_path(const Model& model, const path_jo
       return r;
     }
     save_due(i + 1);
+    if (job.monitors > 0) monitor(i + 1);
   }
   r.outcome = completed;
   r.steps = job.steps;

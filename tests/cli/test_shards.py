@@ -15,6 +15,8 @@ test_shards.py).
  5. the same for `ncsde validate` (samples [0, max(networks, paths))): merged shards give the
     one-process run's JSON, table and --plots data byte for byte (timing aside); gaps, overlaps,
     another run's shards, --out and a shard with --plots are refused;
+ 5b. shards run on a device (the emulated one) carry its report through the merge, for simulate and
+    validate; a shard of the same run on the CPU is another run;
  6. a partial file carries its run's identity (validation/partial_file.hpp): a shard whose run
     differs from the others' in any one option that changes a number (the model, a model
     parameter, V0 in its last bit, T, dt, paths, seed, scheme, step control, stop level, blow-up
@@ -192,6 +194,28 @@ class ShardsCli(CliTestCase):
                                 "--paths-range", "0:10", "--partial", d / "v.bin", "--plots",
                                 d / "vp")
         self.assertFalse((d / "v.bin").exists(), "a refused shard wrote its --partial file")
+
+    # ---- 5b. shards of runs on a device ----
+    def test_device_shards(self):
+        # Shards run on the emulated device carry its report: merged, the simulate and validate
+        # outputs are the one-process run's, device and paths handed back included; a shard of
+        # the same run on the CPU is another run (--device is part of the identity).
+        d = self.scratch_dir()
+        run = RUN + ["--device", "emulated", "--scheme", "em"]
+        whole = self.run_ok("simulate", *run, "--format", "json")
+        self.assertIn('"device": "emulated"', whole)
+        files = self.shards(d, [(0, 70), (70, 150)], run=run, tag="dev")
+        merged = self.run_ok("merge", *files, "--format", "json")
+        self.assertEqual(without_timing(merged), without_timing(whole))
+        (cpu,) = self.shards(d, [(70, 150)], run=RUN + ["--scheme", "em"], tag="cpu")
+        self.expect_usage_error(["from another run", "--device"], "merge", files[0], cpu)
+        val = ["--model", "attention", "--n", "8,16", "--networks", "200", "--paths", "200",
+               "--dt", "0.0078125", "--seed", "3", "--threads", "2", "--device", "emulated"]
+        whole = self.run_ok("validate", *val, "--format", "json")
+        self.assertIn('"wrong_sdes": "cpu"', whole)
+        files = self.shards(d, [(0, 90), (90, 200)], run=val, tag="valdev", command="validate")
+        merged = self.run_ok("merge", *files, "--format", "json")
+        self.assertEqual(without_timing(merged), without_timing(whole))
 
     # ---- 6. the run's identity, the checksum, files that are not partials ----
     def test_identity_of_the_run(self):

@@ -149,3 +149,35 @@ def test_the_registrys_general_activation_is_the_user_model():
                                       .diffusion_covariance(v))
     with pytest.raises(ValueError, match="a"):
         ncsde.models.covariance_sde("shaped-activation", a=0.0)
+
+
+def test_the_right_sde_on_the_emulated_device_is_the_cpus_report():
+    # device= runs the right SDE (reference and noise floor) on the device engine: on the emulated
+    # device the report is the CPU's number for number, and says where the SDE ran; the program's
+    # route (a registry model) and the hooks' route (a user's networks) alike.
+    sde = ncsde.models.covariance_sde("attention", gamma2=1.0, tau0=0.5)
+    size = dict(widths=(8, 16), networks=200, paths=200, seed=3, threads=2)
+    cpu = ncsde.validate(sde, V0, **size)
+    emulated = ncsde.validate(sde, V0, device="emulated", **size)
+    assert "device" not in cpu
+    assert emulated["device"]["device"] == "emulated"
+    assert emulated["device"]["wrong_sdes"] == "cpu"
+    assert 0 <= emulated["device"]["handed_back"] <= 400
+    assert _plain({k: v for k, v in emulated.items() if k != "device"}) == _plain(cpu)
+    sample = _networks_of(sde, V0)
+    hooks = ncsde.validate(sde, V0, sampler=sample, device="emulated", **size)
+    assert hooks["device"]["device"] == "emulated"
+    assert "SDE device: emulated" in hooks["markdown"]
+    assert _plain({k: v for k, v in hooks.items() if k != "device"}) == _plain(cpu)
+    # A PythonSde has no device form: refused by name; "auto" runs it on the CPU and says why.
+    ex = _example()
+    flat = lambda n, d, count, seed: np.broadcast_to(V0, (count, d + 1, 3, 3))  # noqa: E731
+    with pytest.raises(ValueError, match="device form"):
+        ncsde.validate(ex.sde(3), V0, widths=(8,), networks=10, paths=10, sampler=flat,
+                       variants="none", device="emulated")
+    auto = ncsde.validate(ex.sde(3), V0, widths=(8,), networks=10, paths=10, sampler=flat,
+                          variants="none", device="auto")
+    assert auto["device"]["device"] == "cpu"
+    assert "device form" in auto["device"]["note"]
+    with pytest.raises(ValueError, match="device"):
+        ncsde.validate(sde, V0, device="gpu", **size)

@@ -3,7 +3,8 @@
 ///   ncsde validate [--model M] [model flags] [--V0 "…"] [--T 1] [--n 32,64,128,256]
 ///                  [--networks 100000] [--paths 100000] [--dt 0.0009765625] [--stop-level 5]
 ///                  [--tail-level 2.5] [--unstopped-tail-level 20] [--nk 0] [--sampler reduced|literal] [--variants auto]
-///                  [--alpha 0.01] [--limit-exponent fitted] [--seed 1] [--threads 0] [--plots DIR]
+///                  [--alpha 0.01] [--limit-exponent fitted] [--seed 1] [--threads 0] [--device cpu]
+///                  [--plots DIR]
 ///                  [--format table|json] [--check] [--check-limit] [--paths-range A:B --partial F]
 ///
 /// For each width n the networks (depth d = T·n, n_k = n unless --nk) and the SDE (Euler–Maruyama,
@@ -62,7 +63,9 @@
 #include "models/model_flags.hpp"
 #include "models/parameter_report.hpp"
 #include "models/shards.hpp"
+#include "models/step_flags.hpp"
 #include "mpi_world.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/networks/literal.hpp"
 #include "ncsde/networks/reduced.hpp"
 #include "ncsde/networks/sample.hpp"
@@ -94,6 +97,7 @@ struct validate_args {
   std::string limit_exponent = validate_defaults{}.limit_exponent;  ///< β, or "fitted"
   std::uint64_t seed = validate_defaults{}.seed;
   int threads = 0;
+  std::string device = "cpu";  ///< where the right SDE's paths run (--device)
   std::string plots;
   std::string format = "table";
   bool check = false;
@@ -245,6 +249,7 @@ std::optional<validate_plan> plan_validate(const validate_args& a) {
   sopt.seed = a.seed;
   sopt.threads = a.threads;
   sopt.kept_paths = a.kept_paths;
+  sopt.device = parse_device(a.device, "--device");
   (void)detail::steps_per_layer(sopt);
   // T/dt is now an integer (T·n and 1/(n·dt) are): the sample paths' save times are steps.
   sopt.save_times = validate_save_times(a.t_end, a.dt);
@@ -375,6 +380,7 @@ bool sample_validate(const validate_args& a, const validate_plan& plan, validate
     // Monitored on every width's grid, as the right SDE: the limit test extrapolates its gaps.
     sde_sample_options vopt = sopt;
     vopt.kept_paths = 0;
+    vopt.device = device_spec{};  // no device form: the CPU, as the report says
     vopt.seed = a.seed + 2 + i;
     if (a.preloaded != nullptr) {
       wrong_samples.push_back(a.preloaded->wrong.at(i));
@@ -602,6 +608,7 @@ void add_validate_options(CLI::App& sub, validate_args* a) {
       ->capture_default_str();
   add_seed_flag(sub, a->seed, "Seed of the random streams");
   add_threads_flag(sub, a->threads);
+  add_device_flag(sub, a->device, "the right SDE's paths (the wrong SDEs run on the CPU)");
   add_plots_flag(sub, a->plots, "Write data, report and PNG plots to this directory");
   add_format_flag(sub, a->format, "Output");
   sub.add_flag("--check", a->check,

@@ -267,6 +267,9 @@ struct report_parts {
   check_outcome check = check_outcome::failed;
   std::optional<check_outcome> limit_check;
   std::vector<power_shortfall> shortfalls;  ///< of the wrong SDEs not rejected at the widest n
+  /// What the right SDE's runs (the reference and the noise floor) ran on; handed_back summed.
+  device_report device;
+  std::string wrong_sdes_device = "none";  ///< where the wrong SDEs ran: "cpu", or "none" ran
 };
 
 /// The report's rows: every width's networks against the SDE on its grid, the noise floor, each
@@ -623,6 +626,17 @@ void verdict_lines(const validate_setup& a, const validate_samples& samples, rep
       std::count(reference.unstopped.status.begin(), reference.unstopped.status.end(),
                  path_status::blown_up),
       a.t_end, reference.paths_with_violations, reference.seconds, samples.network_seconds));
+  // A run that asked for a device says what the SDE ran on (a CPU run's report is as it was).
+  p.device = reference.device;
+  p.device.handed_back += samples.floor.device.handed_back;
+  if (!samples.wrong.empty()) p.wrong_sdes_device = "cpu";
+  if (p.device.device == "cpu" && p.device.shown())
+    verdicts.push_back(fmt::format("SDE device: cpu ({})", p.device.note));
+  else if (p.device.shown())
+    verdicts.push_back(fmt::format(
+        "SDE device: {}{}{} ({} paths resumed on the CPU at an exceptional step{})",
+        p.device.device, p.device.note.empty() ? "" : ": ", p.device.note, p.device.handed_back,
+        samples.wrong.empty() ? "" : "; the wrong SDEs ran on the CPU"));
 }
 
 /// The report as JSON (the keys of `ncsde validate --format json`).
@@ -675,6 +689,11 @@ nlohmann::json report_json(const validate_setup& a, const report_parts& p) {
     }
     j["limit"].push_back(row);
   }
+  if (p.device.shown())
+    j["device"] = {{"device", p.device.device},
+                   {"note", p.device.note},
+                   {"handed_back", p.device.handed_back},
+                   {"wrong_sdes", p.wrong_sdes_device}};
   j["right_accepted"] = right_accepted;
   j["wrong_rejected"] = wrong_rejected;
   j["check"] = to_string(p.check);

@@ -1,5 +1,8 @@
 #include "models/step_flags.hpp"
 
+#include <fmt/format.h>
+
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
@@ -27,13 +30,15 @@ void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags) {
   add_device_flag(sub, flags.device);
 }
 
-void add_device_flag(CLI::App& sub, std::string& device) {
+void add_device_flag(CLI::App& sub, std::string& device, std::string_view runs) {
   sub.add_option("--device", device,
-                 "Where the paths run: cpu; cuda or cuda:N (a GPU, the CUDA backend: --scheme em, "
-                 "fixed steps, a built-in model; the CPU paths bit for bit where "
-                 "the GPU's arithmetic is the CPU's, docs/gpu.md); auto (a GPU when there is one "
-                 "and the run allows it, else the CPU, and the output says which and why); "
-                 "emulated (the GPU kernels on the CPU, for checking them)")
+                 fmt::format("Where {} run: cpu; cuda or cuda:N (a GPU, the CUDA backend: "
+                             "Euler-Maruyama on fixed steps, a built-in model; the CPU paths bit "
+                             "for bit where the GPU's arithmetic is the CPU's, docs/gpu.md); auto "
+                             "(a GPU when there is one and the run allows it, else the CPU, and "
+                             "the output says which and why); emulated (the GPU kernels on the "
+                             "CPU, for checking them)",
+                             runs))
       ->capture_default_str();
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "ncsde/integrate.hpp"
 
@@ -35,8 +36,9 @@ struct ensemble_flags {
 /// with the initial values of `flags` as their defaults.
 void add_ensemble_flags(CLI::App& sub, ensemble_flags& flags);
 
-/// Adds --device (cpu, cuda[:N], auto, emulated; ncsde::parse_device reads it) to `sub`.
-void add_device_flag(CLI::App& sub, std::string& device);
+/// Adds --device (cpu, cuda[:N], auto, emulated; ncsde::parse_device reads it) to `sub`; `runs`
+/// names what runs there in the help text.
+void add_device_flag(CLI::App& sub, std::string& device, std::string_view runs = "the paths");
 
 struct step_flags {
   std::string control = "fixed";

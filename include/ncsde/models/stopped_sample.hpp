@@ -9,15 +9,18 @@
 /// observer tracks, for each n of the list, the first grid time k/n at which the level is passed,
 /// and keeps V there; the unstopped V_T (blow-up = +inf) is kept too, for tail functionals.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ncsde/concepts.hpp"
+#include "ncsde/device.hpp"
 #include "ncsde/ensemble.hpp"
 #include "ncsde/error.hpp"
 #include "ncsde/executor.hpp"
@@ -47,6 +50,11 @@ struct sde_sample_options {
   /// The paths to run, a piece [first, last) of [0, paths] (a shard; merge_sde_samples joins the
   /// pieces; it may be empty); unset: all of them.
   std::optional<path_range> range;
+  /// Where the paths run (ncsde/device.hpp), as ensemble_options::device: the device engine
+  /// monitors the grids on the device and hands an exceptional step back to the CPU engine, so the
+  /// sample is the CPU's bit for bit where the device form's arithmetic is (docs/gpu.md). The
+  /// kept paths (below kept_paths, which save states) run on the CPU.
+  device_spec device;
 };
 
 /// One sample of stopped processes: per path its status, and the upper triangle of V_{T∧τ}.
@@ -71,6 +79,7 @@ struct sde_sample {
   pd_counters pd;
   long long paths_with_violations = 0;
   double seconds = 0.0;
+  device_report device;  ///< what the paths ran on (handed_back summed over merged pieces)
 };
 
 /// Euler–Maruyama paths of `sde` (any ncsde::Sde), path p on stream (seed, p), so the result does
@@ -135,6 +144,34 @@ struct sample_counters {
   long long with_violations = 0;
 };
 
+/// Path p's outputs, its own slots of `out`, from its result r and the passages `tracker` saw.
+inline void record_sample_path(long long p, const path_result& r, const grid_tracker& tracker,
+                               const sde_sample_options& opt, sde_sample& out,
+                               sample_counters& block) {
+  const std::vector<vector>& at_pass = *tracker.values;
+  const std::size_t ps = static_cast<std::size_t>(p - out.first);  // the path's slot
+  block.pd += r.pd;
+  if (r.pd.violations > 0) ++block.with_violations;
+  const bool blown = r.status == path_status::blown_up;
+  out.unstopped.status[ps] = r.status;
+  pack_upper(r.v, out.unstopped.packed[ps]);
+  for (std::size_t w = 0; w < out.by_width.size(); ++w) {
+    stopped_sample& s = out.by_width[w];
+    if (tracker.passed[w]) {
+      s.status[ps] = path_status::stopped;
+      s.packed[ps] = at_pass[w];
+    } else {
+      s.status[ps] = blown ? path_status::blown_up : path_status::completed;
+      pack_upper(r.v, s.packed[ps]);
+    }
+  }
+  if (p < opt.kept_paths) {
+    auto& kept = out.kept[ps];
+    kept.assign(r.saved.size(), vector(r.v.rows() * (r.v.rows() + 1) / 2));
+    for (std::size_t j = 0; j < r.saved.size(); ++j) pack_upper(r.saved[j], kept[j]);
+  }
+}
+
 /// The executor's worker of sample_sde: path p writes only its own slots of `out`.
 template <class S>
 struct sde_sample_worker {
@@ -149,32 +186,75 @@ struct sde_sample_worker {
 
   sample_counters begin_block(const block_info&) const { return {}; }
   void run_path(long long p, sample_counters& block) {
-    const std::size_t ps = static_cast<std::size_t>(p - out.first);  // the path's slot
     std::fill(tracker.passed.begin(), tracker.passed.end(), 0);
     tracker.values = &at_pass;  // the worker may have moved since the last path
     integrate_options path_opt = iopt;
     if (p < opt.kept_paths) path_opt.save_times = opt.save_times;
     const path_result r = integrate(stepper, local, path_opt, opt.seed,
                                     static_cast<std::uint64_t>(p), grid_observer{&tracker});
-    block.pd += r.pd;
-    if (r.pd.violations > 0) ++block.with_violations;
-    const bool blown = r.status == path_status::blown_up;
-    out.unstopped.status[ps] = r.status;
-    pack_upper(r.v, out.unstopped.packed[ps]);
-    for (std::size_t w = 0; w < out.by_width.size(); ++w) {
-      stopped_sample& s = out.by_width[w];
-      if (tracker.passed[w]) {
-        s.status[ps] = path_status::stopped;
-        s.packed[ps] = at_pass[w];
-      } else {
-        s.status[ps] = blown ? path_status::blown_up : path_status::completed;
-        pack_upper(r.v, s.packed[ps]);
+    record_sample_path(p, r, tracker, opt, out, block);
+  }
+};
+
+/// The worker of sample_sde on a device (ensemble.hpp's device engine, with the grids monitored on
+/// the device): it claims `claim` blocks at once and runs their paths as one device batch; a path
+/// handed back is resumed by integrate_from at its step with the passages seen so far, and the
+/// kept paths run on the CPU (per_path), so every path is recorded as the CPU would record it.
+template <class S>
+struct sde_sample_device_worker {
+  using block_type = sample_counters;
+  sde_sample_worker<S> per_path;
+  long long claim;
+  std::atomic<long long>& handed_back;
+  device_batch batch;
+  device_batch_result result;
+
+  long long blocks_per_claim() const { return claim; }
+  sample_counters begin_block(const block_info&) const { return {}; }
+  void run_blocks(std::span<const block_info> infos, std::span<sample_counters> blocks) {
+    const long long first = infos.front().range.first, last = infos.back().range.last;
+    batch.first_path = first;
+    batch.paths = last - first;
+    per_path.local.sde.run_device_batch(batch, result);
+    const int m = batch.m;
+    const std::size_t mm = static_cast<std::size_t>(m) * static_cast<std::size_t>(m);
+    const std::size_t monitors = batch.monitor_periods.size();
+    grid_tracker& tracker = per_path.tracker;
+    std::size_t b = 0;
+    for (long long p = first; p < last; ++p) {
+      while (!infos[b].range.contains(p)) ++b;
+      try {
+        if (p < per_path.opt.kept_paths) {
+          per_path.run_path(p, blocks[b]);
+          continue;
+        }
+        const auto q = static_cast<std::size_t>(p - first);
+        tracker.values = &per_path.at_pass;
+        for (std::size_t w = 0; w < monitors; ++w) {
+          tracker.passed[w] = static_cast<char>(result.passed[q * monitors + w]);
+          if (tracker.passed[w])
+            pack_upper(Eigen::Map<const matrix>(
+                           result.states_passed.data() + (q * monitors + w) * mm, m, m),
+                       per_path.at_pass[w]);
+        }
+        const Eigen::Map<const matrix> v(result.states.data() + q * mm, m, m);
+        path_result r;
+        r.steps = result.steps[q];
+        const auto outcome = static_cast<device_outcome>(result.outcome[q]);
+        if (outcome == device_outcome::handed_back) {
+          handed_back.fetch_add(1);
+          r = integrate_from(per_path.stepper, per_path.local, per_path.iopt, per_path.opt.seed,
+                             static_cast<std::uint64_t>(p), matrix(v), result.steps[q],
+                             std::move(r), grid_observer{&tracker});
+        } else {
+          r.status = ncsde::detail::device_path_status(outcome);
+          r.t_stop = result.t_stop[q];
+          r.v = v;
+        }
+        record_sample_path(p, r, tracker, per_path.opt, per_path.out, blocks[b]);
+      } catch (...) {
+        throw path_failure{p, std::current_exception()};
       }
-    }
-    if (p < opt.kept_paths) {
-      auto& kept = out.kept[ps];
-      kept.assign(r.saved.size(), vector(r.v.rows() * (r.v.rows() + 1) / 2));
-      for (std::size_t j = 0; j < r.saved.size(); ++j) pack_upper(r.saved[j], kept[j]);
     }
   }
 };
@@ -216,6 +296,12 @@ sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& 
   validate_options(iopt);
   const problem<S> prob{sde, v, opt.t_end};
 
+  // The device the paths run on: sample_sde steps by Euler-Maruyama on fixed steps from the
+  // (seed, path) streams, so only the SDE can refuse one.
+  const ncsde::detail::run_device device = ncsde::detail::resolve_run_device(
+      opt.device, ncsde::detail::device_refusal<euler_maruyama<>, S>(iopt, true, m, m));
+  out.device = device.report;
+
   // Path p writes only its own slots of `out`; the blocks carry the cone counters, summed in block
   // order.
   using counters = detail::sample_counters;
@@ -225,26 +311,48 @@ sde_sample sample_sde(const S& sde, const matrix& v0, const sde_sample_options& 
   xopt.threads = opt.threads;
   xopt.block_size = 16;
   xopt.progress = progress_mode::off;
-  out.seconds =
-      execute(
-          range, xopt,
-          [&] {
-            worker w{opt,
-                     iopt,
-                     out,
-                     {},
-                     problem<S>{prob.sde, prob.v0, prob.t_end},
-                     std::vector<vector>(widths, vector(K)),
-                     {}};
-            w.tracker = detail::grid_tracker{
-                0.0, opt.dt, opt.stop_level, per_layer, std::vector<char>(widths, 0), nullptr};
-            return w;
-          },
-          [&](const block_info&, counters&& c) {
-            total.pd += c.pd;
-            total.with_violations += c.with_violations;
-          })
-          .seconds;
+  auto make_worker = [&] {
+    worker w{opt,
+             iopt,
+             out,
+             {},
+             problem<S>{prob.sde, prob.v0, prob.t_end},
+             std::vector<vector>(widths, vector(K)),
+             {}};
+    w.tracker = detail::grid_tracker{
+        0.0, opt.dt, opt.stop_level, per_layer, std::vector<char>(widths, 0), nullptr};
+    return w;
+  };
+  auto reduce = [&](const block_info&, counters&& c) {
+    total.pd += c.pd;
+    total.with_violations += c.with_violations;
+  };
+  if constexpr (DeviceSde<S>) {
+    if (device.on_device) {
+      if (device.spec.kind == device_kind::cuda) xopt.threads = 1;
+      const step_grid grid(0.0, opt.t_end, opt.dt);
+      device_batch batch = ncsde::detail::make_device_batch(
+          device.spec, opt.seed, v.data(), m, grid, opt.blowup_threshold,
+          std::numeric_limits<double>::infinity());
+      batch.monitor_periods = per_layer;
+      batch.monitor_level = opt.stop_level;
+      const double bytes_per_path =
+          device_batch_bytes_per_path(m, sde.noise_dimension(m), 0, widths);
+      const long long claim =
+          ncsde::detail::device_claim_blocks(device.spec, xopt.block_size, bytes_per_path);
+      std::atomic<long long> handed_back{0};
+      out.seconds = execute(
+                        range, xopt,
+                        [&] {
+                          return detail::sde_sample_device_worker<S>{
+                              make_worker(), claim, handed_back, batch, {}};
+                        },
+                        reduce)
+                        .seconds;
+      out.device.handed_back = handed_back.load();
+    }
+  }
+  if (!device.on_device) out.seconds = execute(range, xopt, make_worker, reduce).seconds;
   const pd_counters& pd = total.pd;
   const long long with_violations = total.with_violations;
   out.pd = pd;
